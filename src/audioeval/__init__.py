@@ -1,0 +1,3 @@
+"""audioeval: an evaluation harness for large audio-language models."""
+
+__version__ = "0.1.0"

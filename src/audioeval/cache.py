@@ -1,0 +1,103 @@
+"""The response cache: SQLite in WAL mode, keyed by the content hash of a request (model identity, messages
+with audio hashes, generation kwargs, label space). Responses are committed as they arrive, so a run killed
+at any point resumes with only the missing requests. Several processes may share one cache file."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+from audioeval.errors import UsageError
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS responses (
+    key TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    response TEXT NOT NULL,
+    info TEXT NOT NULL,
+    created REAL NOT NULL
+)
+"""
+
+
+class ResponseCache:
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("PRAGMA busy_timeout=60000")
+            self._db.execute(_SCHEMA)
+        except (OSError, sqlite3.Error) as err:
+            raise UsageError(
+                f"--cache_dir: cannot open the response cache {self.path}: {err}. "
+                "Point --cache_dir at a writable folder or pass --no_cache."
+            ) from err
+
+    def get_many(self, keys: list[str]) -> dict[str, tuple[str, dict[str, Any]]]:
+        found: dict[str, tuple[str, dict[str, Any]]] = {}
+        for start in range(0, len(keys), 500):
+            chunk = keys[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self._db.execute(
+                f"SELECT key, response, info FROM responses WHERE key IN ({marks})", chunk
+            )
+            for key, response, info in rows:
+                found[key] = (response, json.loads(info))
+        return found
+
+    def put_many(self, items: list[tuple[str, str, str, dict[str, Any]]]) -> None:
+        """items: (key, kind, response, info). Committed before returning."""
+        if not items:
+            return
+        now = time.time()
+        rows = [
+            (k, kind, resp, json.dumps(info, sort_keys=True, default=str), now)
+            for k, kind, resp, info in items
+        ]
+        for attempt in range(5):
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                self._db.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?)", rows)
+                self._db.execute("COMMIT")
+                return
+            except sqlite3.OperationalError:
+                try:
+                    self._db.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass
+                if attempt == 4:
+                    raise
+                time.sleep(0.2 * (attempt + 1))
+
+    def count(self) -> int:
+        return int(self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+
+    def close(self) -> None:
+        try:
+            self._db.close()
+        except sqlite3.Error:
+            pass
+
+
+class NoCache:
+    """Stand-in when --no_cache is given."""
+
+    path = None
+
+    def get_many(self, keys: list[str]) -> dict[str, tuple[str, dict[str, Any]]]:
+        return {}
+
+    def put_many(self, items: list[tuple[str, str, str, dict[str, Any]]]) -> None:
+        return None
+
+    def count(self) -> int:
+        return 0
+
+    def close(self) -> None:
+        return None

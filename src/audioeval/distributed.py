@@ -1,0 +1,66 @@
+"""Process topology. Under `accelerate launch` every rank evaluates a deterministic slice of the episodes;
+rank 0 merges, aggregates and writes. Without a launcher this is a single process."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+
+@dataclass
+class Topology:
+    rank: int
+    world_size: int
+    _state: Any = None
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    def barrier(self) -> None:
+        if self.world_size > 1:
+            self._state.wait_for_everyone()
+
+    def gather(self, obj: Any) -> list[Any]:
+        """Every rank's `obj`, in rank order, on every rank."""
+        if self.world_size == 1:
+            return [obj]
+        import torch.distributed as dist
+
+        out: list[Any] = [None] * self.world_size
+        dist.all_gather_object(out, obj)
+        return out
+
+    def broadcast(self, obj: Any) -> Any:
+        """Rank 0's `obj` on every rank."""
+        if self.world_size == 1:
+            return obj
+        import torch.distributed as dist
+
+        box = [obj]
+        dist.broadcast_object_list(box, src=0)
+        return box[0]
+
+    @property
+    def device(self) -> Any:
+        return self._state.device if self._state is not None else None
+
+
+def launched_with_multiple_processes() -> bool:
+    return int(os.environ.get("WORLD_SIZE", "1")) > 1
+
+
+def init_topology() -> Topology:
+    """Start the process group when launched with several processes (GPU or CPU)."""
+    if not launched_with_multiple_processes():
+        return Topology(rank=0, world_size=1)
+    import torch
+    from accelerate import PartialState
+    from accelerate.utils import InitProcessGroupKwargs  # noqa: F401  (documents the timeout knob)
+
+    # Uneven generation lengths can leave ranks waiting a long time at a gather; give them a year.
+    kwargs = {"timeout": timedelta(days=365)}
+    state = PartialState(cpu=not torch.cuda.is_available(), **kwargs)
+    return Topology(rank=state.process_index, world_size=state.num_processes, _state=state)

@@ -1,0 +1,13 @@
+"""LLM judges (shared by ALICE and ADU-Bench). Filled in by judges/panel.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def build_judge_panel(names: list[str], args: list[dict[str, Any]], tasks: list[Any]) -> Any:
+    if not names:
+        return None
+    from audioeval.judges.panel import JudgePanel
+
+    return JudgePanel.create(names, args, tasks)

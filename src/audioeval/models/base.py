@@ -1,0 +1,72 @@
+"""The model interface: `generate(requests) -> responses`, batched, registered by name."""
+
+from __future__ import annotations
+
+import inspect
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+from audioeval.errors import ModelError, unknown_name_message
+from audioeval.types import Request, Response
+
+
+class Model(ABC):
+    """A backend. Subclasses take their --model_args as keyword arguments of __init__."""
+
+    name: ClassVar[str] = ""
+    #: True when the backend needs the task's label space (e.g. `chance`).
+    needs_choices: ClassVar[bool] = False
+
+    def __init__(self, *, batch_size: int = 1, seed: int = 0, **_: Any) -> None:
+        self.batch_size = max(1, int(batch_size))
+        self.seed = int(seed)
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        """What makes this backend's outputs what they are; part of every cache key."""
+        return {"model": self.name}
+
+    @property
+    def display_name(self) -> str:
+        """Folder name under --output_path."""
+        return self.name
+
+    @classmethod
+    def supported_tasks(cls) -> list[str] | None:
+        """Builder configs or task names this backend can run; None means any task."""
+        return None
+
+    @classmethod
+    def check_task(cls, task_name: str, builder_config: str | None) -> None:
+        """Raise ModelError when this backend has no method for a task (checked before any model loads)."""
+        supported = cls.supported_tasks()
+        if supported is None:
+            return
+        if task_name not in supported and (builder_config or "") not in supported:
+            raise ModelError(
+                f"model {cls.name!r} has no method for task {task_name!r}. It supports: {', '.join(sorted(supported))}."
+            )
+
+    @property
+    def request_chunk_size(self) -> int:
+        """How many requests the evaluator hands to one generate() call (API backends raise this)."""
+        return self.batch_size
+
+    @abstractmethod
+    def generate(self, requests: list[Request]) -> list[Response]:
+        """One response per request, in order. A request the backend gave up on gets Response(error=...)."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release resources (servers, GPU memory)."""
+
+
+def check_model_args(cls: type[Model], model_args: dict[str, Any]) -> None:
+    """Unknown --model_args keys are an error listing the close matches."""
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    params = inspect.signature(cls.__init__).parameters
+    accepted = {n for n, p in params.items() if n != "self" and p.kind in kinds} - {"batch_size", "seed"}
+    for key in model_args:
+        if key not in accepted:
+            raise ModelError(
+                "--model_args: " + unknown_name_message(f"argument for model {cls.name!r}", key, accepted)
+            )

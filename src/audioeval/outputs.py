@@ -1,0 +1,170 @@
+"""Everything a run writes: the run folder, per-sample JSONL files, results.json and the summary table."""
+
+from __future__ import annotations
+
+import heapq
+import json
+import math
+import os
+import re
+import subprocess
+import time
+from pathlib import Path
+from typing import IO, Any
+
+from audioeval.errors import UsageError
+
+# Per-sample fields that legitimately differ between two runs of the same evaluation.
+VOLATILE_SAMPLE_FIELDS = ("latency_s", "cached")
+
+
+def safe_name(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.\-]+", "__", text).strip("_") or "model"
+
+
+def make_run_dir(output_path: str | Path, model_name: str) -> Path:
+    """--output_path/<model>/<timestamp>/, created now so an unwritable path fails before any work."""
+    stamp = time.strftime("%Y-%m-%dT%H-%M-%S")
+    base = Path(output_path).expanduser() / safe_name(model_name)
+    run_dir = base / stamp
+    suffix = 1
+    while run_dir.exists():
+        suffix += 1
+        run_dir = base / f"{stamp}_{suffix}"
+    try:
+        run_dir.mkdir(parents=True)
+        probe = run_dir / ".write_test"
+        probe.write_text("ok")
+        probe.unlink()
+    except OSError as err:
+        raise UsageError(
+            f"--output_path {output_path}: cannot write there ({err.strerror or err}). Choose a writable folder."
+        ) from err
+    return run_dir
+
+
+def _json_default(obj: Any) -> Any:
+    if hasattr(obj, "tolist"):
+        return obj.tolist()
+    if isinstance(obj, Path):
+        return str(obj)
+    return str(obj)
+
+
+def _clean(obj: Any) -> Any:
+    """NaN -> None so results.json is valid JSON."""
+    if isinstance(obj, float) and math.isnan(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _clean(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_clean(v) for v in obj]
+    return obj
+
+
+def write_json(path: Path, data: Any) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(
+        json.dumps(_clean(data), indent=2, sort_keys=False, default=_json_default, allow_nan=False) + "\n"
+    )
+    os.replace(tmp, path)
+
+
+class SampleLog:
+    """Per-rank JSONL of sample records, appended and flushed as results arrive; merged by rank 0 at the end."""
+
+    def __init__(self, run_dir: Path, task: str, rank: int) -> None:
+        self.final_path = run_dir / f"samples_{task}.jsonl"
+        self.part_path = run_dir / f"samples_{task}.rank{rank}.partial.jsonl"
+        self._fh: IO[str] | None = self.part_path.open("w", encoding="utf-8")
+
+    def write(self, records: list[dict[str, Any]]) -> None:
+        assert self._fh is not None
+        for r in records:
+            self._fh.write(json.dumps(_clean(r), ensure_ascii=False, default=_json_default) + "\n")
+        self._fh.flush()
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+    @staticmethod
+    def merge(run_dir: Path, task: str, world_size: int) -> Path:
+        """Merge the rank files (each sorted by episode, then k) into samples_<task>.jsonl."""
+        parts = [run_dir / f"samples_{task}.rank{r}.partial.jsonl" for r in range(world_size)]
+        final = run_dir / f"samples_{task}.jsonl"
+        handles = [p.open(encoding="utf-8") for p in parts if p.exists()]
+        try:
+            with final.open("w", encoding="utf-8") as out:
+                for _key, line in heapq.merge(*(_keyed_lines(h) for h in handles), key=lambda item: item[0]):
+                    out.write(line)
+        finally:
+            for h in handles:
+                h.close()
+        for p in parts:
+            p.unlink(missing_ok=True)
+        return final
+
+
+def _keyed_lines(handle: IO[str]) -> Any:
+    for line in handle:
+        record = json.loads(line)
+        yield (record["episode"], record["shots"]), line
+
+
+def git_commit() -> str | None:
+    try:
+        here = Path(__file__).resolve().parent
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5, check=False
+        )
+        return out.stdout.strip() or None if out.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def library_versions() -> dict[str, str | None]:
+    from importlib import metadata
+
+    from audioeval import __version__
+
+    versions: dict[str, str | None] = {"audioeval": __version__}
+    for dist in ("torch", "transformers", "datasets", "evaluate", "accelerate"):
+        try:
+            versions[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            versions[dist] = None
+    return versions
+
+
+def _fmt(value: Any, digits: int = 4) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def markdown_table(results: dict[str, Any], groups: dict[str, Any]) -> str:
+    lines = ["| task | k | metric | value | ± stderr | 95% CI | n |", "|---|---|---|---|---|---|---|"]
+
+    def rows(name: str, per_k: dict[str, Any], label: str) -> None:
+        for shot_key, metrics in per_k.items():
+            k = shot_key.split("-")[0]
+            for metric, value in metrics.items():
+                if metric.endswith(("_stderr", "_ci95", "_missing")) or not isinstance(value, int | float):
+                    continue
+                if metric in ("n", "errors"):
+                    continue
+                ci = metrics.get(f"{metric}_ci95") or [None, None]
+                lines.append(
+                    f"| {label}{name} | {k} | {metric} | {_fmt(value)} | {_fmt(metrics.get(f'{metric}_stderr'))} | "
+                    f"[{_fmt(ci[0])}, {_fmt(ci[1])}] | {metrics.get('n', '')} |"
+                )
+
+    for task, per_k in results.items():
+        rows(task, per_k, "")
+    for group, per_k in groups.items():
+        rows(group, per_k, "group: ")
+    return "\n".join(lines)

@@ -1,0 +1,166 @@
+"""Turning selected task names plus command-line settings into runnable tasks, and checking them
+(templates, targets, shot counts, the model's needs) before any model is loaded."""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from audioeval.builders import EpisodeBuilder, make_builder
+from audioeval.config import TaskConfig
+from audioeval.errors import ConfigError, UsageError, unknown_name_message
+from audioeval.registry import TaskRegistry
+from audioeval.scoring import TaskScorer
+from audioeval.templates import PromptRenderer
+from audioeval.types import Request, RequestId
+
+log = logging.getLogger("audioeval")
+
+
+@dataclass
+class PreparedTask:
+    config: TaskConfig
+    builder: EpisodeBuilder
+    renderer: PromptRenderer
+    shots: list[int]
+    indices: list[int]
+    gen_kwargs: dict[str, Any]
+    scorer: TaskScorer
+    skipped_shots: list[int] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    def episode(self, index: int) -> dict[str, Any]:
+        return self.builder.episode(index)
+
+    def requests_for(self, episode: dict[str, Any]) -> list[tuple[Request, str]]:
+        """One (request, target) per shot count for this episode."""
+        out = []
+        for k in self.shots:
+            messages = self.renderer.render(episode, k)
+            info = {
+                "sample_info": {
+                    "task": self.name,
+                    "k": k,
+                    "episode": int(episode["index"]),
+                    "episode_id": episode.get("id"),
+                    "builder_config": self.config.builder_config,
+                    "metadata": episode.get("metadata") or {},
+                    "params": self.config.param_values,
+                },
+                "episode": episode,
+            }
+            request = Request(
+                messages=messages,
+                gen_kwargs=self.gen_kwargs,
+                rid=RequestId(self.name, k, int(episode["index"])),
+                choices=self.renderer.label_space(episode, k),
+                info=info,
+            )
+            out.append((request, self.renderer.render_target(episode, k)))
+        return out
+
+
+def resolve_limit(limit: str | float | int | None, total: int) -> int:
+    if limit is None:
+        return total
+    value = float(limit)
+    if value <= 0:
+        raise UsageError(f"--limit must be positive, got {limit!r}.")
+    if value < 1.0:
+        return max(1, math.ceil(total * value))
+    if value != int(value):
+        raise UsageError(f"--limit must be an integer count or a fraction below 1, got {limit!r}.")
+    return min(total, int(value))
+
+
+def split_task_args(task_args: dict[str, Any], tasks: list[TaskConfig]) -> None:
+    """Every --task_args key must be a parameter of at least one selected task."""
+    declared = {p for t in tasks for p in t.parameters}
+    for key in task_args:
+        if key not in declared:
+            names = ", ".join(t.name for t in tasks[:5]) + (" ..." if len(tasks) > 5 else "")
+            raise UsageError(
+                "--task_args: "
+                + unknown_name_message("task parameter", key, declared, f"(the selected tasks: {names})")
+            )
+
+
+def prepare_tasks(
+    registry: TaskRegistry,
+    task_names: list[str],
+    *,
+    num_fewshot: list[int] | None,
+    task_args: dict[str, Any],
+    limit: str | float | None,
+    seed: int,
+    gen_kwargs: dict[str, Any],
+) -> list[PreparedTask]:
+    configs = [registry.tasks[n] for n in task_names]
+    split_task_args(task_args, configs)
+    prepared = []
+    for base in configs:
+        own_args = {k: v for k, v in task_args.items() if k in base.parameters}
+        config = base.with_params(own_args, "--task_args")
+        kwargs = dict(config.builder_kwargs)
+        kwargs.setdefault("seed", seed)
+        config.builder_kwargs = kwargs
+        started = time.perf_counter()
+        builder = make_builder(
+            config.builder, config.builder_config, kwargs, base_dir=config.directory, source=str(config.path)
+        )
+        log.debug("builder for %s ready in %.2fs", config.name, time.perf_counter() - started)
+        shots_requested = list(num_fewshot) if num_fewshot is not None else list(config.num_fewshot)
+        shots = [k for k in shots_requested if k >= config.min_shots]
+        skipped = [k for k in shots_requested if k < config.min_shots]
+        if skipped:
+            log.warning("%s: skipping k=%s (this task needs k >= %d)", config.name, skipped, config.min_shots)
+        if not shots:
+            raise UsageError(
+                f"--num_fewshot {','.join(map(str, shots_requested))}: task {config.name!r} needs k >= {config.min_shots}."
+            )
+        limit_count = resolve_limit(limit, builder.num_episodes())
+        merged_kwargs = {**config.generation_kwargs, **gen_kwargs}
+        prepared.append(
+            PreparedTask(
+                config=config,
+                builder=builder,
+                renderer=PromptRenderer(config),
+                shots=shots,
+                indices=list(range(limit_count)),
+                gen_kwargs=merged_kwargs,
+                scorer=TaskScorer(config),
+                skipped_shots=skipped,
+            )
+        )
+    return prepared
+
+
+def preflight(tasks: list[PreparedTask], model_cls: Any) -> None:
+    """Render episode 0 of every task at every k: template errors, clip mismatches, missing label spaces
+    and tasks the model has no method for all surface here, before the model is loaded."""
+    for task in tasks:
+        model_cls.check_task(task.name, task.config.builder_config)
+        if not task.indices:
+            raise ConfigError(f"{task.config.path}: the builder produced no episodes.")
+        episode = task.episode(task.indices[0])
+        available = len(episode.get("demos") or [])
+        too_many = [k for k in task.shots if k > available]
+        if too_many:
+            limit = task.builder.max_supported_shots()
+            reason = f" (this task supports at most {limit})" if limit is not None else ""
+            raise UsageError(
+                f"task {task.name!r}: k={max(too_many)} needs {max(too_many)} demonstrations but its episodes carry "
+                f"{available}{reason}. Lower --num_fewshot, or raise the episode size with --task_args max_shots=N "
+                "where the task declares it."
+            )
+        for request, _target in task.requests_for(episode):
+            if model_cls.needs_choices and not request.choices:
+                raise ConfigError(
+                    f"{task.config.path}: model {model_cls.name!r} needs the task's label space; add `label_space:`."
+                )

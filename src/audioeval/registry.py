@@ -1,0 +1,148 @@
+"""Discovery of tasks and groups: every *.yaml under tasks/ and the --include_path folders.
+
+Files whose name starts with `_` are bases for `include:` and are not tasks themselves.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from audioeval.config import (
+    ConfigError,
+    GroupConfig,
+    TaskConfig,
+    is_group_file,
+    load_group_config,
+    load_task_config,
+    read_yaml,
+)
+from audioeval.errors import UsageError, unknown_name_message
+from audioeval.resources import tasks_dir
+
+
+@dataclass
+class TaskRegistry:
+    tasks: dict[str, TaskConfig] = field(default_factory=dict)
+    groups: dict[str, GroupConfig] = field(default_factory=dict)
+
+    @classmethod
+    def discover(cls, include_paths: list[str | Path] | None = None) -> TaskRegistry:
+        registry = cls()
+        roots = [tasks_dir()] + [Path(p) for p in include_paths or []]
+        for root in roots:
+            if not root.is_dir():
+                raise UsageError(f"--include_path {root}: not a folder of task YAML files.")
+            for path in sorted(root.rglob("*.yaml")) + sorted(root.rglob("*.yml")):
+                if path.name.startswith("_"):
+                    continue
+                registry._add_file(path)
+        registry._add_implicit_groups()
+        registry._check_groups()
+        return registry
+
+    def _add_file(self, path: Path) -> None:
+        data, _ = read_yaml(path)
+        if is_group_file(data):
+            group = load_group_config(path)
+            if group.name in self.groups and self.groups[group.name].path != group.path:
+                raise ConfigError(
+                    f"{path}: group {group.name!r} is also defined in {self.groups[group.name].path}."
+                )
+            self.groups[group.name] = group
+            return
+        task = load_task_config(path)
+        if task.name in self.tasks:
+            raise ConfigError(f"{path}: task {task.name!r} is also defined in {self.tasks[task.name].path}.")
+        self.tasks[task.name] = task
+
+    def _add_implicit_groups(self) -> None:
+        declared: dict[str, list[str]] = defaultdict(list)
+        for task in self.tasks.values():
+            for g in task.groups:
+                declared[g].append(task.name)
+        for gname, members in declared.items():
+            group = self.groups.setdefault(gname, GroupConfig(name=gname, path=None, members=[]))
+            for m in members:
+                if m not in group.members:
+                    group.members.append(m)
+
+    def _check_groups(self) -> None:
+        for group in self.groups.values():
+            for m in group.members:
+                if m not in self.tasks and m not in self.groups:
+                    where = group.path or "a task's `group:` key"
+                    raise ConfigError(
+                        f"{where}: group {group.name!r} lists {unknown_name_message('member', m, self.names())}"
+                    )
+            self.leaf_tasks(group.name)  # raises on cycles
+
+    def names(self) -> list[str]:
+        return sorted(set(self.tasks) | set(self.groups))
+
+    def leaf_tasks(self, name: str, _stack: tuple[str, ...] = ()) -> list[str]:
+        """The tasks a name expands to, in definition order, without duplicates."""
+        if name in self.tasks:
+            return [name]
+        if name not in self.groups:
+            raise UsageError(unknown_name_message("task or group", name, self.names(), "Run --tasks list."))
+        if name in _stack:
+            raise ConfigError(f"group cycle: {' -> '.join(_stack + (name,))}.")
+        out: list[str] = []
+        for m in self.groups[name].members:
+            for leaf in self.leaf_tasks(m, _stack + (name,)):
+                if leaf not in out:
+                    out.append(leaf)
+        return out
+
+    def select(self, spec: str) -> tuple[list[str], list[str]]:
+        """Expand a comma list of tasks/groups into (leaf tasks, groups named or implied)."""
+        names = [s.strip() for s in spec.split(",") if s.strip()]
+        if not names:
+            raise UsageError("--tasks: give at least one task or group (see --tasks list).")
+        tasks: list[str] = []
+        groups: list[str] = []
+        for name in names:
+            for leaf in self.leaf_tasks(name):
+                if leaf not in tasks:
+                    tasks.append(leaf)
+            if name in self.groups:
+                for g in self._subgroups(name):
+                    if g not in groups:
+                        groups.append(g)
+        return tasks, groups
+
+    def _subgroups(self, name: str) -> list[str]:
+        out = [name]
+        for m in self.groups[name].members:
+            if m in self.groups:
+                out.extend(g for g in self._subgroups(m) if g not in out)
+        return out
+
+    def listing(self) -> str:
+        lines = []
+        top = [g for g in sorted(self.groups) if not any(g in o.members for o in self.groups.values())]
+        shown: set[str] = set()
+
+        def show(name: str, depth: int) -> None:
+            pad = "  " * depth
+            if name in self.groups:
+                group = self.groups[name]
+                desc = f"  — {group.description}" if group.description else ""
+                lines.append(f"{pad}{name} (group){desc}")
+                for m in group.members:
+                    show(m, depth + 1)
+            else:
+                shown.add(name)
+                task = self.tasks[name]
+                desc = f"  — {task.description}" if task.description else ""
+                lines.append(f"{pad}{name}{desc}")
+
+        for g in top:
+            show(g, 0)
+        ungrouped = [t for t in sorted(self.tasks) if t not in shown]
+        if ungrouped:
+            lines.append("(tasks in no group)")
+            lines.extend(f"  {t}" for t in ungrouped)
+        return "\n".join(lines)

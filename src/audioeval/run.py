@@ -1,0 +1,229 @@
+"""One evaluation run, end to end: select and check tasks, load the model, evaluate, aggregate, write."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from audioeval.aggregate import aggregate_groups, aggregate_task
+from audioeval.cache import NoCache, ResponseCache
+from audioeval.distributed import Topology, init_topology
+from audioeval.evaluator import EvalSettings, Evaluator, ScoreRow, TaskTiming
+from audioeval.models import create_model, get_model_class
+from audioeval.outputs import (
+    SampleLog,
+    git_commit,
+    library_versions,
+    make_run_dir,
+    markdown_table,
+    write_json,
+)
+from audioeval.prepared import preflight, prepare_tasks
+from audioeval.registry import TaskRegistry
+from audioeval.reports import ReportContext, run_reports
+from audioeval.stats import DEFAULT_RESAMPLES
+
+log = logging.getLogger("audioeval")
+
+
+@dataclass
+class RunConfig:
+    tasks: str
+    model: str = "chance"
+    model_args: dict[str, Any] = field(default_factory=dict)
+    num_fewshot: list[int] | None = None
+    task_args: dict[str, Any] = field(default_factory=dict)
+    limit: str | None = None
+    batch_size: int = 1
+    seed: int = 0
+    output_path: str | None = None
+    log_samples: bool = False
+    include_path: list[str] = field(default_factory=list)
+    gen_kwargs: dict[str, Any] = field(default_factory=dict)
+    cache_dir: str | None = None
+    no_cache: bool = False
+    bootstrap_resamples: int = DEFAULT_RESAMPLES
+    judge: list[str] = field(default_factory=list)
+    judge_args: list[dict[str, Any]] = field(default_factory=list)
+    show_progress: bool = True
+
+
+def default_cache_dir() -> Path:
+    return Path(os.environ.get("AUDIOEVAL_CACHE", Path.home() / ".cache" / "audioeval"))
+
+
+def _model_display_name(model_name: str, model_args: dict[str, Any]) -> str:
+    for key in ("pretrained", "model", "asr"):
+        if key in model_args and model_args[key]:
+            return f"{model_name}__{Path(str(model_args[key])).name}"
+    return model_name
+
+
+def run_evaluation(cfg: RunConfig, topology: Topology | None = None) -> dict[str, Any] | None:
+    """Returns the results dict on rank 0 (None on other ranks)."""
+    wall_start = time.perf_counter()
+    registry = TaskRegistry.discover(cfg.include_path)
+    task_names, group_names = registry.select(cfg.tasks)
+    model_cls = get_model_class(cfg.model)
+    tasks = prepare_tasks(
+        registry,
+        task_names,
+        num_fewshot=cfg.num_fewshot,
+        task_args=cfg.task_args,
+        limit=cfg.limit,
+        seed=cfg.seed,
+        gen_kwargs=cfg.gen_kwargs,
+    )
+    preflight(tasks, model_cls)
+
+    from audioeval.judges import build_judge_panel  # late import: only runs that judge need it
+
+    judge = build_judge_panel(cfg.judge, cfg.judge_args, tasks)
+
+    topology = topology or init_topology()
+    run_dir = None
+    if topology.is_main and cfg.output_path:
+        run_dir = make_run_dir(cfg.output_path, _model_display_name(cfg.model, cfg.model_args))
+    run_dir = topology.broadcast(run_dir)
+    if cfg.log_samples and run_dir is None:
+        from audioeval.errors import UsageError
+
+        raise UsageError("--log_samples needs --output_path to know where to write the samples.")
+
+    cache: ResponseCache | NoCache
+    cache = (
+        NoCache()
+        if cfg.no_cache
+        else ResponseCache(Path(cfg.cache_dir or default_cache_dir()) / "responses.sqlite")
+    )
+    if judge is not None:
+        judge.attach_cache(cache)
+
+    model = create_model(cfg.model, cfg.model_args, cfg.batch_size, cfg.seed)
+    settings = EvalSettings(log_samples=cfg.log_samples, show_progress=cfg.show_progress)
+    evaluator = Evaluator(tasks, model, cache, topology, run_dir or Path("."), settings, judge=judge)
+
+    results: dict[str, Any] = {}
+    task_summaries: dict[str, Any] = {}
+    all_rows: dict[str, list[ScoreRow]] = {}
+    timings: dict[str, Any] = {}
+    total = TaskTiming()
+    try:
+        for task in tasks:
+            outcome = evaluator.run_task(task)
+            gathered = topology.gather((outcome.rows, outcome.timing))
+            if not topology.is_main:
+                continue
+            rows = [row for part, _ in gathered for row in part]
+            task_timing = TaskTiming()
+            for _, t in gathered:
+                task_timing.add(t)
+            total.add(task_timing)
+            task_timing.wall_s = outcome.timing.wall_s
+            if cfg.log_samples and run_dir is not None:
+                SampleLog.merge(run_dir, task.name, topology.world_size)
+            per_k, summaries = aggregate_task(
+                task.name, task.shots, rows, task.scorer, cfg.bootstrap_resamples, cfg.seed
+            )
+            results[task.name] = per_k
+            task_summaries[task.name] = summaries
+            all_rows[task.name] = rows
+            timings[task.name] = _timing_block(task_timing)
+        topology.barrier()
+    finally:
+        model.close()
+        cache.close()
+        if judge is not None:
+            judge.close()
+
+    if not topology.is_main:
+        return None
+    groups = aggregate_groups(registry, group_names, task_summaries)
+    wall = time.perf_counter() - wall_start
+    total.wall_s = wall
+    output: dict[str, Any] = {
+        "results": results,
+        "groups": groups,
+        "configs": {
+            t.name: {
+                "hash": t.config.content_hash(),
+                "version": t.config.version,
+                "shots": t.shots,
+                "n_episodes": len(t.indices),
+                "config": t.config.resolved(),
+            }
+            for t in tasks
+        },
+        "model": {
+            "name": cfg.model,
+            "model_args": _redact(cfg.model_args),
+            "identity": model.identity,
+            "batch_size": cfg.batch_size,
+        },
+        "judges": judge.describe() if judge is not None else None,
+        "seed": cfg.seed,
+        "num_fewshot": cfg.num_fewshot,
+        "task_args": cfg.task_args,
+        "limit": cfg.limit,
+        "bootstrap_resamples": cfg.bootstrap_resamples,
+        "world_size": topology.world_size,
+        "versions": library_versions(),
+        "git_commit": git_commit(),
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "timing": {**_timing_block(total), "tasks": timings},
+    }
+    if run_dir is not None:
+        write_json(run_dir / "results.json", output)
+        report_specs = _report_specs(registry, tasks, group_names)
+        if report_specs:
+            ctx = ReportContext(
+                results=output, run_dir=run_dir, rows=all_rows, registry=registry, tasks=tasks
+            )
+            output["reports"] = run_reports(report_specs, ctx)
+            write_json(run_dir / "results.json", output)
+        output["run_dir"] = str(run_dir)
+    table = markdown_table(results, groups)
+    if run_dir is not None:
+        (run_dir / "summary.md").write_text(table + "\n")
+    output["table"] = table
+    return output
+
+
+def _redact(args: dict[str, Any]) -> dict[str, Any]:
+    return {
+        k: ("***" if any(s in k.lower() for s in ("key", "token", "secret", "password")) else v)
+        for k, v in args.items()
+    }
+
+
+def _timing_block(t: TaskTiming) -> dict[str, Any]:
+    overhead = max(0.0, t.busy_s - t.synthesis_s - t.generate_s - t.judge_s)
+    return {
+        "wall_seconds": round(t.wall_s, 4),
+        "samples": t.samples,
+        "samples_per_second": round(t.samples / t.wall_s, 4) if t.wall_s else None,
+        "audio_seconds": round(t.audio_s, 3),
+        "real_time_factor": round(t.wall_s / t.audio_s, 6) if t.audio_s else None,
+        "synthesis_seconds": round(t.synthesis_s, 4),
+        "generate_seconds": round(t.generate_s, 4),
+        "judge_seconds": round(t.judge_s, 4),
+        "harness_overhead_ms_per_sample": round(1000 * overhead / t.samples, 4) if t.samples else None,
+        "cached_responses": t.cached,
+        "errors": t.errors,
+    }
+
+
+def _report_specs(registry: TaskRegistry, tasks: list[Any], group_names: list[str]) -> dict[str, str]:
+    specs: dict[str, str] = {}
+    for task in tasks:
+        if task.config.report:
+            specs.setdefault(task.config.report, str(task.config.path))
+    for g in group_names:
+        group = registry.groups[g]
+        if group.report:
+            specs.setdefault(group.report, str(group.path))
+    return specs

@@ -1,0 +1,122 @@
+"""Scoring one task's responses: parse -> evaluate metric modules -> per-sample scores.
+
+Metric modules are Hugging Face `evaluate` modules in metrics/<name>/<name>.py. Their `_compute` returns a
+dict; every value that is a list with one number (or None for "not scorable") per prediction is a
+per-sample score. The harness aggregates those itself (stats.py) so it can bootstrap over episodes.
+
+Optional keyword arguments a metric's `_compute` may declare, filled in by the harness:
+`responses` (raw model text), `parse_failures` (bools), `sample_info` (per-sample dicts with the task,
+k, episode index and episode metadata) and `judgments` (per-sample judge verdict lists, see judges/).
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from audioeval.config import TaskConfig
+from audioeval.errors import ConfigError, unknown_name_message
+from audioeval.parsers import get_parser
+from audioeval.resources import metrics_dir
+from audioeval.stats import Aggregation
+
+HARNESS_SCORES = ("parse_failure_rate",)
+OPTIONAL_INPUTS = ("responses", "parse_failures", "sample_info", "judgments")
+
+
+def _metric_path(name: str, task_dir: Path) -> Path:
+    if "/" in name or name.startswith("."):
+        path = (task_dir / name).resolve()
+    else:
+        path = metrics_dir() / name
+    if not (path / f"{path.name}.py").is_file():
+        root = metrics_dir()
+        known = [p.name for p in root.iterdir() if (p / f"{p.name}.py").is_file()] if root.is_dir() else []
+        raise ConfigError(
+            unknown_name_message("metric", name, known, f"Metric modules live in {root}/<name>/<name>.py.")
+        )
+    return path
+
+
+@cache
+def load_metric(path: Path) -> Any:
+    import evaluate
+
+    return evaluate.load(str(path), keep_in_memory=True)
+
+
+@dataclass
+class SampleToScore:
+    response: str
+    target: str
+    info: dict[str, Any]
+
+
+class TaskScorer:
+    def __init__(self, task: TaskConfig) -> None:
+        self.task = task
+        self.parse = get_parser(task.parser["name"], task.parser["args"], source=str(task.path))
+        self.metrics = []
+        for spec in task.metrics:
+            module = load_metric(_metric_path(spec["name"], task.directory))
+            accepted = set(inspect.signature(module._compute).parameters)
+            self.metrics.append((spec, module, accepted))
+
+    def score(self, samples: list[SampleToScore], judgments: list[Any] | None = None) -> list[dict[str, Any]]:
+        """Per-sample records: {"prediction", "parse_failure", "scores": {name: float | None}}."""
+        if not samples:
+            return []
+        predictions, failures = [], []
+        for s in samples:
+            pred = self.parse(s.response) if s.response is not None else None
+            failures.append(pred is None)
+            predictions.append("" if pred is None else str(pred))
+        per_sample: list[dict[str, float | None]] = [{"parse_failure_rate": float(f)} for f in failures]
+        optional = {
+            "responses": [s.response for s in samples],
+            "parse_failures": failures,
+            "sample_info": [s.info for s in samples],
+            "judgments": judgments,
+        }
+        for spec, module, accepted in self.metrics:
+            kwargs = dict(spec["args"])
+            for key in OPTIONAL_INPUTS:
+                if key in accepted and optional[key] is not None:
+                    kwargs[key] = optional[key]
+            result = module.compute(predictions=predictions, references=[s.target for s in samples], **kwargs)
+            for key, value in (result or {}).items():
+                if isinstance(value, list) and len(value) == len(samples):
+                    for record, v in zip(per_sample, value, strict=True):
+                        record[key] = _as_score(v, spec["name"], key)
+        return [
+            {"prediction": None if f else p, "parse_failure": f, "scores": scores}
+            for p, f, scores in zip(predictions, failures, per_sample, strict=True)
+        ]
+
+    def aggregations(self, score_names: list[str]) -> dict[str, Aggregation]:
+        """The reported metrics, in order: declared aggregations, every other per-sample score as a mean,
+        and the harness's own parse_failure_rate last."""
+        declared = {k: Aggregation.from_spec(k, v) for k, v in self.task.aggregation.items()}
+        used_as_inputs = {i for a in declared.values() if a.kind == "ratio" for i in a.inputs}
+        out = dict(declared)
+        for name in score_names:
+            if name not in out and name not in used_as_inputs and name not in HARNESS_SCORES:
+                out[name] = Aggregation.from_spec(name, "mean")
+        for name in HARNESS_SCORES:
+            if name in score_names and name not in out:
+                out[name] = Aggregation.from_spec(name, "mean")
+        return out
+
+
+def _as_score(value: Any, metric: str, key: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, int | float):
+        return None if isinstance(value, float) and math.isnan(value) else float(value)
+    raise ConfigError(f"metric {metric!r} returned a non-numeric per-sample value for {key!r}: {value!r}.")

@@ -1,0 +1,301 @@
+"""Rendering a task's Jinja templates into a Conversation of text and ordered audio parts.
+
+Templates run in a SandboxedEnvironment with StrictUndefined. Audio is placed with `{{ audio(clip) }}`,
+message boundaries in a whole-prompt template with `{{ turn("user") }}`. Every clip the episode offers for
+the chosen k (context clips, the first k demos, the query) must be placed exactly once, or explicitly
+skipped with `{{ skip_audio(clip) }}`; anything else is an error naming the template file and line.
+"""
+
+from __future__ import annotations
+
+import re
+import traceback
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from jinja2.sandbox import SandboxedEnvironment
+
+from audioeval.config import TaskConfig
+from audioeval.errors import ConfigError
+from audioeval.types import AudioClip, AudioPart, Message, TextPart
+
+_SENTINEL = re.compile(r"\x00(A\d+|T[a-z]+)\x00")
+_RAW_PLACEHOLDERS = re.compile(
+    r"<audio>|<\|AUDIO\|>|<\|audio_bos\|>|<\|audio_pad\|>|<\|audio_start\|>|<audio_soft_token>|<\|audio_\d+\|>",
+    flags=re.IGNORECASE,
+)
+ROLES = ("system", "user", "assistant")
+
+
+def make_environment(search_dirs: list[Path]) -> SandboxedEnvironment:
+    return SandboxedEnvironment(
+        loader=jinja2.FileSystemLoader([str(d) for d in search_dirs]),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=False,
+    )
+
+
+def compile_file(env: SandboxedEnvironment, path: Path) -> jinja2.Template:
+    """Compile a template so that errors and tracebacks carry its real file name."""
+    code = env.compile(path.read_text(encoding="utf-8"), name=path.name, filename=str(path))
+    return env.template_class.from_code(env, code, env.make_globals(None), None)
+
+
+def template_error_location(err: BaseException, fallback: str) -> str:
+    """file:line inside the template where a render error happened."""
+    if isinstance(err, jinja2.TemplateSyntaxError):
+        return f"{err.filename or fallback}:{err.lineno}"
+    for frame in reversed(traceback.extract_tb(err.__traceback__)):
+        if frame.filename and frame.filename.endswith((".jinja", ".j2", ".txt", ".jinja2")):
+            return f"{frame.filename}:{frame.lineno}"
+    return fallback
+
+
+def _clip_of(obj: Any) -> AudioClip | None:
+    if isinstance(obj, AudioClip):
+        return obj
+    if isinstance(obj, dict) and isinstance(obj.get("audio"), AudioClip):
+        return obj["audio"]
+    return None
+
+
+def episode_clips(episode: dict[str, Any], k: int) -> list[tuple[str, AudioClip]]:
+    """The clips a k-shot prompt must present, with a readable name for each."""
+    out: list[tuple[str, AudioClip]] = []
+    for i, clip in enumerate(episode.get("context") or []):
+        out.append((f"context clip {i + 1} ({clip.get('role', '')})", clip["audio"]))
+    for d, demo in enumerate((episode.get("demos") or [])[:k]):
+        for clip in demo.get("clips") or []:
+            out.append((f"demo {d + 1} clip {clip.get('role', '')!r}", clip["audio"]))
+    for clip in (episode.get("query") or {}).get("clips") or []:
+        out.append((f"query clip {clip.get('role', '')!r}", clip["audio"]))
+    return out
+
+
+class _Placement:
+    """Collects audio() and turn() calls during one render."""
+
+    def __init__(self) -> None:
+        self.clips: list[AudioClip] = []
+        self.skipped: list[AudioClip] = []
+
+    def audio(self, obj: Any) -> str:
+        clip = _clip_of(obj)
+        if clip is None:
+            raise TypeError(f"audio() expects a clip from the episode, got {type(obj).__name__}")
+        self.clips.append(clip)
+        return f"\x00A{len(self.clips) - 1}\x00"
+
+    def skip_audio(self, obj: Any) -> str:
+        clip = _clip_of(obj)
+        if clip is None:
+            raise TypeError(f"skip_audio() expects a clip from the episode, got {type(obj).__name__}")
+        self.skipped.append(clip)
+        return ""
+
+    @staticmethod
+    def turn(role: str) -> str:
+        if role not in ROLES:
+            raise ValueError(f"turn() role must be one of {ROLES}, got {role!r}")
+        return f"\x00T{role}\x00"
+
+
+class PromptRenderer:
+    """Turns (episode, k, parameters) into messages for one task."""
+
+    def __init__(self, task: TaskConfig, extra_dirs: list[Path] | None = None) -> None:
+        self.task = task
+        from audioeval.resources import tasks_dir
+
+        self.env = make_environment([task.directory, *(extra_dirs or []), tasks_dir()])
+        self.templates: dict[str, jinja2.Template] = {}
+        for role, path in task.templates.items():
+            try:
+                self.templates[role] = compile_file(self.env, path)
+            except jinja2.TemplateSyntaxError as err:
+                raise ConfigError(
+                    f"{path}:{err.lineno}: template syntax error in templates.{role} of task {task.name!r}: "
+                    f"{err.message}"
+                ) from err
+        self.target_template = self._compile_string(task.target, "target")
+        self.label_space_expr = None
+        if isinstance(task.label_space, str):
+            try:
+                self.label_space_expr = self.env.compile_expression(task.label_space.strip().strip("{} "))
+            except jinja2.TemplateSyntaxError as err:
+                raise ConfigError(
+                    f"{task.path}: label_space expression is not valid Jinja: {err.message}"
+                ) from err
+
+    def _compile_string(self, source: str, field_name: str) -> jinja2.Template:
+        try:
+            return self.env.from_string(source)
+        except jinja2.TemplateSyntaxError as err:
+            raise ConfigError(
+                f"{self.task.path}: `{field_name}` is not a valid Jinja template: {err.message}"
+            ) from err
+
+    def _context(self, episode: dict[str, Any], k: int, placement: _Placement) -> dict[str, Any]:
+        demos = (episode.get("demos") or [])[:k]
+        return {
+            "episode": episode,
+            "demos": demos,
+            "query": episode.get("query") or {},
+            "context_clips": episode.get("context") or [],
+            "metadata": episode.get("metadata") or {},
+            "k": k,
+            "params": dict(self.task.param_values),
+            "task": self.task.name,
+            "audio": placement.audio,
+            "skip_audio": placement.skip_audio,
+            "turn": placement.turn,
+        }
+
+    def _render(self, role: str, context: dict[str, Any]) -> str:
+        template = self.templates[role]
+        try:
+            return template.render(**context)
+        except Exception as err:  # noqa: BLE001 - any template failure is reported with its location
+            where = template_error_location(err, str(self.task.templates[role]))
+            raise ConfigError(
+                f"{where}: error rendering templates.{role} of task {self.task.name!r}: "
+                f"{type(err).__name__}: {err}"
+            ) from err
+
+    def render_target(self, episode: dict[str, Any], k: int) -> str:
+        context = self._context(episode, k, _Placement())
+        try:
+            return self.target_template.render(**context).strip()
+        except Exception as err:  # noqa: BLE001
+            raise ConfigError(
+                f"{self.task.path}: error rendering `target` of task {self.task.name!r}: {err}"
+            ) from err
+
+    def label_space(self, episode: dict[str, Any], k: int) -> tuple[str, ...] | None:
+        if self.task.label_space is None:
+            return None
+        if isinstance(self.task.label_space, list):
+            return tuple(self.task.label_space)
+        context = self._context(episode, k, _Placement())
+        try:
+            value = self.label_space_expr(**context)
+        except Exception as err:  # noqa: BLE001
+            raise ConfigError(f"{self.task.path}: error evaluating `label_space`: {err}") from err
+        if not isinstance(value, list | tuple) or not value:
+            raise ConfigError(
+                f"{self.task.path}: `label_space` must evaluate to a non-empty list, got {value!r}."
+            )
+        return tuple(str(v) for v in value)
+
+    def render(self, episode: dict[str, Any], k: int) -> tuple[Message, ...]:
+        placement = _Placement()
+        context = self._context(episode, k, placement)
+        if "prompt" in self.templates:
+            text = self._render("prompt", context)
+            messages = self._split_turns(text, placement, "prompt")
+        else:
+            messages = self._render_per_message(context, placement)
+        self._check_clips(episode, k, placement, messages)
+        return tuple(messages)
+
+    def _render_per_message(self, context: dict[str, Any], placement: _Placement) -> list[Message]:
+        messages: list[Message] = []
+        if "system" in self.templates:
+            system = self._render("system", context)
+            if system.strip():
+                messages.append(self._message("system", system, placement, "system"))
+        pending_user: list[str] = []
+        for index, demo in enumerate(context["demos"], start=1):
+            demo_ctx = {**context, "demo": demo, "index": index}
+            pending_user.append(self._render("demo", demo_ctx) if "demo" in self.templates else "")
+            if "demo_answer" in self.templates:
+                messages.append(self._message("user", "\n".join(pending_user), placement, "demo"))
+                pending_user = []
+                messages.append(
+                    self._message(
+                        "assistant", self._render("demo_answer", demo_ctx), placement, "demo_answer"
+                    )
+                )
+        pending_user.append(self._render("query", context))
+        messages.append(
+            self._message("user", "\n".join(p for p in pending_user if p != ""), placement, "query")
+        )
+        return messages
+
+    def _message(self, role: str, text: str, placement: _Placement, template_role: str) -> Message:
+        if "\x00T" in text:
+            raise ConfigError(
+                f"{self.task.templates[template_role]}: turn() is only allowed in a whole-prompt template (`prompt`)."
+            )
+        return Message(role=role, parts=self._parts(text, placement, template_role))
+
+    def _split_turns(self, text: str, placement: _Placement, template_role: str) -> list[Message]:
+        pieces = re.split(r"\x00T([a-z]+)\x00", text)
+        if pieces[0].strip():
+            raise ConfigError(
+                f"{self.task.templates[template_role]}: text before the first turn() marker; "
+                'start the template with {{ turn("system") }} or {{ turn("user") }}.'
+            )
+        messages = []
+        for role, body in zip(pieces[1::2], pieces[2::2], strict=True):
+            messages.append(Message(role=role, parts=self._parts(body, placement, template_role)))
+        if not messages:
+            raise ConfigError(
+                f"{self.task.templates[template_role]}: the prompt template produced no turn() markers."
+            )
+        return messages
+
+    def _parts(
+        self, text: str, placement: _Placement, template_role: str
+    ) -> tuple[TextPart | AudioPart, ...]:
+        raw = _RAW_PLACEHOLDERS.search(_SENTINEL.sub("", text))
+        if raw:
+            raise ConfigError(
+                f"{self.task.templates[template_role]}: the template writes the audio placeholder {raw.group(0)!r} "
+                "as text. Place audio with {{ audio(clip) }}; each model backend inserts its own audio tokens."
+            )
+        parts: list[TextPart | AudioPart] = []
+        pieces = _SENTINEL.split(text)
+        for i, piece in enumerate(pieces):
+            if i % 2 == 0:
+                if piece:
+                    parts.append(TextPart(piece))
+            else:
+                parts.append(AudioPart(placement.clips[int(piece[1:])]))
+        if parts and isinstance(parts[0], TextPart):
+            parts[0] = TextPart(parts[0].text.lstrip())
+        if parts and isinstance(parts[-1], TextPart):
+            parts[-1] = TextPart(parts[-1].text.rstrip())
+        return tuple(p for p in parts if not (isinstance(p, TextPart) and not p.text))
+
+    def _check_clips(
+        self, episode: dict[str, Any], k: int, placement: _Placement, messages: list[Message]
+    ) -> None:
+        expected = episode_clips(episode, k)
+        placed = [p.clip for m in messages for p in m.parts if isinstance(p, AudioPart)]
+        placed_ids = [id(c) for c in placed]
+        skipped_ids = {id(c) for c in placement.skipped}
+        where = ", ".join(str(p) for p in self.task.templates.values())
+        expected_ids = {id(c) for _, c in expected}
+        for c in placed:
+            if id(c) not in expected_ids:
+                raise ConfigError(
+                    f"{where}: task {self.task.name!r} (k={k}) places an audio clip that is not among the episode's "
+                    f"context, first {k} demo and query clips. Place only clips of `context_clips`, `demos` and `query`."
+                )
+        for name, clip in expected:
+            count = placed_ids.count(id(clip))
+            if count == 0 and id(clip) not in skipped_ids:
+                raise ConfigError(
+                    f"{where}: task {self.task.name!r} (k={k}): the templates place {len(placed)} audio clip(s) but the "
+                    f"episode has {len(expected)}; {name} is never placed. Add {{{{ audio(...) }}}} for it, or "
+                    "{{ skip_audio(...) }} if leaving it out is intended."
+                )
+            if count > 1:
+                raise ConfigError(
+                    f"{where}: task {self.task.name!r} (k={k}): {name} is placed {count} times; place each clip once."
+                )

@@ -1,0 +1,137 @@
+"""The core data types that flow through the harness (see DESIGN.md, "The flow").
+
+builder episode ──▶ Conversation (Messages of TextPart / AudioPart) ──▶ Request ──▶ model ──▶ Response
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Literal
+
+import numpy as np
+
+from audioeval.audio.wav import quantize, to_pcm16
+
+Role = Literal["system", "user", "assistant"]
+
+
+@dataclass(eq=False)
+class AudioClip:
+    """A mono clip on the 16-bit grid. Its identity is the SHA-256 of its PCM16 bytes and sampling rate."""
+
+    samples: np.ndarray
+    sampling_rate: int
+
+    @classmethod
+    def from_array(cls, array: Any, sampling_rate: int) -> AudioClip:
+        return cls(quantize(np.asarray(array, dtype=np.float32)), int(sampling_rate))
+
+    @cached_property
+    def sha256(self) -> str:
+        h = hashlib.sha256(str(self.sampling_rate).encode() + b":")
+        h.update(to_pcm16(self.samples).tobytes())
+        return h.hexdigest()
+
+    @property
+    def seconds(self) -> float:
+        return len(self.samples) / float(self.sampling_rate)
+
+    def describe(self) -> dict[str, Any]:
+        """What logs and sample files show instead of the samples themselves."""
+        return {"sha256": self.sha256, "seconds": round(self.seconds, 4), "sampling_rate": self.sampling_rate}
+
+
+@dataclass(frozen=True)
+class TextPart:
+    text: str
+    type: Literal["text"] = "text"
+
+
+@dataclass(frozen=True, eq=False)
+class AudioPart:
+    clip: AudioClip
+    type: Literal["audio"] = "audio"
+
+
+Part = TextPart | AudioPart
+
+
+@dataclass(frozen=True)
+class Message:
+    role: Role
+    parts: tuple[Part, ...]
+
+    @property
+    def text(self) -> str:
+        return "".join(p.text for p in self.parts if isinstance(p, TextPart))
+
+    @property
+    def clips(self) -> list[AudioClip]:
+        return [p.clip for p in self.parts if isinstance(p, AudioPart)]
+
+
+def describe_messages(messages: tuple[Message, ...] | list[Message]) -> list[dict[str, Any]]:
+    """JSON-ready messages with each audio clip replaced by {sha256, seconds, sampling_rate}."""
+    out = []
+    for m in messages:
+        content = []
+        for p in m.parts:
+            if isinstance(p, TextPart):
+                content.append({"type": "text", "text": p.text})
+            else:
+                content.append({"type": "audio", **p.clip.describe()})
+        out.append({"role": m.role, "content": content})
+    return out
+
+
+@dataclass(frozen=True)
+class RequestId:
+    """Where a request comes from; not part of its content identity."""
+
+    task: str
+    shots: int
+    episode: int
+
+
+@dataclass(eq=False)
+class Request:
+    messages: tuple[Message, ...]
+    gen_kwargs: dict[str, Any]
+    rid: RequestId
+    choices: tuple[str, ...] | None = None  # the task's label space, when it declares one
+    info: dict[str, Any] = field(default_factory=dict)  # free-form, not hashed (e.g. episode metadata)
+
+    @property
+    def clips(self) -> list[AudioClip]:
+        return [c for m in self.messages for c in m.clips]
+
+    @property
+    def audio_seconds(self) -> float:
+        return sum(c.seconds for c in self.clips)
+
+    def content_key(self, model_identity: dict[str, Any]) -> str:
+        """SHA-256 over everything that determines the response: model, messages, audio, kwargs, choices."""
+        payload = {
+            "model": model_identity,
+            "messages": describe_messages(self.messages),
+            "gen_kwargs": self.gen_kwargs,
+            "choices": list(self.choices) if self.choices is not None else None,
+        }
+        blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+
+@dataclass
+class Response:
+    text: str | None
+    error: str | None = None  # set when the backend gave up on this request; such responses are not cached
+    latency_s: float = 0.0
+    cached: bool = False
+    info: dict[str, Any] = field(default_factory=dict)  # e.g. {"truncated_audio": [...]}
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.text is not None
