@@ -187,6 +187,7 @@ class Evaluator:
             timing.judge_s += time.perf_counter() - t0
         scored = scorer.score(to_score, judgments=judgments)
         by_index = dict(zip(ok, scored, strict=True))
+        judgment_of = dict(zip(ok, judgments, strict=True)) if judgments is not None else {}
         window_rows, records = [], []
         for i, ((request, target), response) in enumerate(zip(pairs, responses, strict=True)):
             result = by_index.get(i, {"prediction": None, "parse_failure": False, "scores": {}})
@@ -225,8 +226,8 @@ class Evaluator:
                 }
                 if response.info:
                     record["response_info"] = response.info
-                if judgments is not None and i in by_index:
-                    record["judgments"] = judgments[ok.index(i)]
+                if i in judgment_of:
+                    record["judgments"] = judgment_of[i]
                 records.append(record)
         return window_rows, records
 

@@ -160,7 +160,7 @@ def markdown_table(results: dict[str, Any], groups: dict[str, Any]) -> str:
                 ci = metrics.get(f"{metric}_ci95") or [None, None]
                 lines.append(
                     f"| {label}{name} | {k} | {metric} | {_fmt(value)} | {_fmt(metrics.get(f'{metric}_stderr'))} | "
-                    f"[{_fmt(ci[0])}, {_fmt(ci[1])}] | {metrics.get('n', '')} |"
+                    f"[{_fmt(ci[0])}, {_fmt(ci[1])}] | {metrics.get('n', 0) - metrics.get(f'{metric}_missing', 0)} |"
                 )
 
     for task, per_k in results.items():

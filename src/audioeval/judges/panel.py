@@ -1,0 +1,272 @@
+"""LLM judges: one or more judge backends scoring responses with a task's judge templates.
+
+A task enables judging with a `judge:` block in its YAML:
+
+    judge:
+      roles:
+        reasoning: {template: judge/reasoning.jinja, verdict: yes_no}
+        holistic:  {template: judge/holistic.jinja,  verdict: score_0_10, swap: true}
+        when: ...            # optional, per role: a Jinja condition on the sample; false -> role not asked
+
+A judge template is a whole-prompt template (`{{ turn("system") }}...{{ turn("user") }}...`) rendered with
+`response`, `target`, `sample` (task, k, episode, metadata), `episode`, `query` and, for `swap: true`
+roles, `swapped` (False, then True: the template exchanges the reference and the response). Judge requests
+are text-only Requests that go through the same response cache as model requests (keyed by the judge's
+identity), so a rerun never pays for a judgment already made.
+
+Per sample, metrics receive `judgments[i] = {role: {judge_id: {"value", "values", "raw", "error"}}}`
+(`value` None means a judge failure: API error or unparsable verdict; swapped roles average both orders
+and fail if either fails). Samples a role does not apply to have no entry for it.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from audioeval.errors import ConfigError, UsageError
+from audioeval.judges.verdicts import READERS
+from audioeval.models import create_model
+from audioeval.models.base import Model
+from audioeval.templates import compile_file, make_environment
+from audioeval.types import Message, Request, RequestId, TextPart
+
+log = logging.getLogger("audioeval")
+ROLE_KEYS = {"template", "verdict", "swap", "when", "max_tokens"}
+
+
+@dataclass
+class JudgeRole:
+    name: str
+    template: Any
+    template_path: Path
+    verdict: str
+    swap: bool
+    when: Any
+    max_tokens: int
+
+
+def load_roles(task: Any) -> list[JudgeRole]:
+    spec = task.config.judge or {}
+    roles_raw = spec.get("roles")
+    where = str(task.config.path)
+    if not isinstance(roles_raw, dict) or not roles_raw:
+        raise ConfigError(f"{where}: `judge` needs `roles:` mapping role names to {{template, verdict}}.")
+    env = make_environment([task.config.directory])
+    roles = []
+    for name, role in roles_raw.items():
+        if not isinstance(role, dict) or "template" not in role or "verdict" not in role:
+            raise ConfigError(f"{where}: judge role {name!r} needs `template` and `verdict`.")
+        bad = set(role) - ROLE_KEYS
+        if bad:
+            raise ConfigError(
+                f"{where}: judge role {name!r} has unknown key(s) {sorted(bad)}; allowed: {sorted(ROLE_KEYS)}."
+            )
+        if role["verdict"] not in READERS:
+            raise ConfigError(f"{where}: judge role {name!r}: verdict must be one of {sorted(READERS)}.")
+        path = (task.config.directory / role["template"]).resolve()
+        if not path.is_file():
+            raise ConfigError(f"{where}: judge role {name!r}: template {path} does not exist.")
+        when = env.compile_expression(role["when"]) if role.get("when") else None
+        roles.append(
+            JudgeRole(
+                name,
+                compile_file(env, path),
+                path,
+                role["verdict"],
+                bool(role.get("swap", False)),
+                when,
+                int(role.get("max_tokens", 1024)),
+            )
+        )
+    return roles
+
+
+@dataclass
+class Judge:
+    judge_id: str
+    model: Model
+
+
+class JudgePanel:
+    def __init__(self, judges: list[Judge], roles_by_task: dict[str, list[JudgeRole]]) -> None:
+        self.judges = judges
+        self.roles_by_task = roles_by_task
+        self.cache: Any = None
+        self.failures: dict[str, int] = {}
+        self.calls: dict[str, int] = {}
+
+    @classmethod
+    def create(cls, names: list[str], args: list[dict[str, Any]], tasks: list[Any]) -> JudgePanel:
+        judges: list[Judge] = []
+        seen: set[str] = set()
+        for i, (name, judge_args) in enumerate(zip(names, args, strict=True)):
+            judge_args = dict(judge_args)
+            label = str(
+                judge_args.pop("id", None) or judge_args.get("model") or judge_args.get("pretrained") or name
+            )
+            label = label if label not in seen else f"{label}#{i + 1}"
+            seen.add(label)
+            try:
+                model = create_model(name, judge_args, batch_size=1, seed=0)
+            except Exception as err:
+                raise UsageError(f"--judge {name} (judge {i + 1}): {err}") from err
+            judges.append(Judge(label, model))
+        roles = {t.name: load_roles(t) for t in tasks if t.config.judge}
+        if not roles:
+            log.warning("--judge given, but none of the selected tasks uses a judge")
+        return cls(judges, roles)
+
+    def attach_cache(self, cache: Any) -> None:
+        self.cache = cache
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            j.judge_id: {
+                "identity": j.model.identity,
+                "calls": self.calls.get(j.judge_id, 0),
+                "failures": self.failures.get(j.judge_id, 0),
+            }
+            for j in self.judges
+        }
+
+    def close(self) -> None:
+        for j in self.judges:
+            j.model.close()
+
+    # ------------------------------------------------------------------------------------------------------
+    def judge(self, task: Any, requests: list[Request], samples: list[Any]) -> list[dict[str, Any]]:
+        roles = self.roles_by_task.get(task.name, [])
+        out: list[dict[str, Any]] = [{} for _ in samples]
+        if not roles:
+            return out
+        for judge in self.judges:
+            # (sample index, role, swapped) for every judge request to make
+            plan: list[tuple[int, JudgeRole, bool]] = []
+            judge_requests: list[Request] = []
+            for i, (request, sample) in enumerate(zip(requests, samples, strict=True)):
+                context = self._context(request, sample)
+                for role in roles:
+                    if not self._applies(role, context):
+                        continue
+                    for swapped in (False, True) if role.swap else (False,):
+                        messages = self._render(role, {**context, "swapped": swapped})
+                        judge_requests.append(
+                            Request(
+                                messages=messages,
+                                gen_kwargs={"max_new_tokens": role.max_tokens, "temperature": 0.0},
+                                rid=RequestId(
+                                    f"{task.name}:judge:{role.name}", request.rid.shots, request.rid.episode
+                                ),
+                            )
+                        )
+                        plan.append((i, role, swapped))
+            replies = self._replies(judge, judge_requests)
+            self._collect(judge, plan, replies, out)
+        return out
+
+    @staticmethod
+    def _applies(role: JudgeRole, context: dict[str, Any]) -> bool:
+        if role.when is None:
+            return True
+        try:
+            return bool(role.when(**context))
+        except Exception as err:  # noqa: BLE001
+            raise ConfigError(f"judge role {role.name!r}: its `when` condition failed: {err}") from err
+
+    def _context(self, request: Request, sample: Any) -> dict[str, Any]:
+        episode = request.info.get("episode") or {}
+        return {
+            "response": sample.response,
+            "target": sample.target,
+            "sample": sample.info,
+            "episode": episode,
+            "query": episode.get("query") or {},
+            "metadata": episode.get("metadata") or {},
+            "params": (sample.info or {}).get("params") or {},
+            "k": (sample.info or {}).get("k"),
+        }
+
+    def _render(self, role: JudgeRole, context: dict[str, Any]) -> tuple[Message, ...]:
+        import re
+
+        try:
+            text = role.template.render(**context, turn=lambda r: f"\x00T{r}\x00")
+        except Exception as err:  # noqa: BLE001
+            raise ConfigError(
+                f"{role.template_path}: error rendering judge role {role.name!r}: {err}"
+            ) from err
+        pieces = re.split(r"\x00T([a-z]+)\x00", text)
+        if pieces[0].strip() or len(pieces) < 3:
+            raise ConfigError(
+                f'{role.template_path}: a judge template must start with {{{{ turn("system") }}}} or '
+                '{{ turn("user") }}.'
+            )
+        return tuple(
+            Message(role=r, parts=(TextPart(body.strip()),))
+            for r, body in zip(pieces[1::2], pieces[2::2], strict=True)
+        )
+
+    def _replies(self, judge: Judge, requests: list[Request]) -> list[tuple[str | None, str | None]]:
+        """(reply text, error) per judge request; cached replies are reused, new ones cached."""
+        identity = {"judge": judge.model.identity}
+        keys = [r.content_key(identity) for r in requests]
+        hits = self.cache.get_many(keys) if self.cache is not None else {}
+        replies: list[tuple[str | None, str | None]] = [(None, None)] * len(requests)
+        missing = []
+        for i, key in enumerate(keys):
+            if key in hits:
+                replies[i] = (hits[key][0], None)
+            else:
+                missing.append(i)
+        chunk = judge.model.request_chunk_size
+        for start in range(0, len(missing), chunk):
+            batch = missing[start : start + chunk]
+            produced = judge.model.generate([requests[i] for i in batch])
+            self.calls[judge.judge_id] = self.calls.get(judge.judge_id, 0) + len(batch)
+            to_cache = []
+            for i, response in zip(batch, produced, strict=True):
+                replies[i] = (response.text, response.error)
+                if response.ok:
+                    to_cache.append((keys[i], "judge", response.text, {}))
+            if self.cache is not None:
+                self.cache.put_many(to_cache)
+        return replies
+
+    def _collect(
+        self,
+        judge: Judge,
+        plan: list[tuple[int, JudgeRole, bool]],
+        replies: list[tuple[str | None, str | None]],
+        out: list[dict[str, Any]],
+    ) -> None:
+        grouped: dict[tuple[int, str], list[tuple[JudgeRole, str | None, str | None]]] = {}
+        for (i, role, _swapped), (text, error) in zip(plan, replies, strict=True):
+            grouped.setdefault((i, role.name), []).append((role, text, error))
+        for (i, role_name), items in grouped.items():
+            role = items[0][0]
+            reader = READERS[role.verdict]
+            values, raws, errors = [], [], []
+            for _role, text, error in items:
+                raws.append(text)
+                value = reader(text) if text is not None else None
+                if error:
+                    errors.append(error)
+                elif value is None:
+                    errors.append("unparsable verdict")
+                values.append(value)
+            failed = any(v is None for v in values)
+            if failed:
+                self.failures[judge.judge_id] = self.failures.get(judge.judge_id, 0) + 1
+            if role.verdict == "result_text":
+                value = None if failed else values[0]
+            else:
+                value = None if failed else sum(values) / len(values)
+            out[i].setdefault(role_name, {})[judge.judge_id] = {
+                "value": value,
+                "values": values,
+                "raw": raws,
+                "error": "; ".join(errors) or None,
+            }

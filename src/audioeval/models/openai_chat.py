@@ -1,0 +1,126 @@
+"""`--model openai`: any OpenAI-compatible Chat Completions server (OpenAI's audio models, Gemini's
+OpenAI-compatible endpoint, `vllm serve`). Audio goes as `input_audio` parts holding base64 WAV."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from audioeval.api_client import ChatClient, EndpointSettings
+from audioeval.audio.wav import encode_wav
+from audioeval.errors import ModelError
+from audioeval.models.base import Model
+from audioeval.types import AudioPart, Message, Request, Response, TextPart
+
+# harness generation kwargs -> Chat Completions fields
+_KWARG_MAP = {
+    "max_new_tokens": "max_tokens",
+    "max_tokens": "max_tokens",
+    "temperature": "temperature",
+    "top_p": "top_p",
+    "seed": "seed",
+    "stop": "stop",
+    "max_completion_tokens": "max_completion_tokens",
+    "presence_penalty": "presence_penalty",
+    "frequency_penalty": "frequency_penalty",
+}
+
+
+def to_openai_messages(
+    messages: tuple[Message, ...] | list[Message], audio_format: str = "wav"
+) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if m.role in ("system", "assistant"):
+            if any(isinstance(p, AudioPart) for p in m.parts):
+                raise ModelError(
+                    f"the OpenAI chat format cannot carry audio in a {m.role} message; move it to a user turn."
+                )
+            out.append({"role": m.role, "content": m.text})
+            continue
+        content = []
+        for p in m.parts:
+            if isinstance(p, TextPart):
+                content.append({"type": "text", "text": p.text})
+            else:
+                data = base64.b64encode(encode_wav(p.clip.samples, p.clip.sampling_rate)).decode("ascii")
+                content.append({"type": "input_audio", "input_audio": {"data": data, "format": audio_format}})
+        out.append({"role": "user", "content": content or ""})
+    return out
+
+
+def completion_payload(request: Request, defaults: dict[str, Any]) -> dict[str, Any]:
+    kwargs = {**defaults, **request.gen_kwargs}
+    payload: dict[str, Any] = {"messages": to_openai_messages(request.messages)}
+    extra: dict[str, Any] = {}
+    do_sample = kwargs.pop("do_sample", None)
+    for key, value in kwargs.items():
+        if value is None:
+            continue
+        if key in _KWARG_MAP:
+            payload[_KWARG_MAP[key]] = value
+        else:
+            extra[key] = value
+    if do_sample is False or "temperature" not in payload:
+        payload["temperature"] = 0.0
+    if extra:
+        payload["extra_body"] = extra
+    return payload
+
+
+class OpenAIChatModel(Model):
+    name = "openai"
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        base_url: str | None = None,
+        api_key_env: str = "OPENAI_API_KEY",
+        num_concurrent: int = 8,
+        max_retries: int = 6,
+        timeout: float = 120.0,
+        max_tokens: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.settings = EndpointSettings(
+            model=model,
+            base_url=base_url,
+            api_key_env=api_key_env,
+            num_concurrent=int(num_concurrent),
+            max_retries=int(max_retries),
+            timeout=float(timeout),
+        )
+        self.defaults = {"max_tokens": max_tokens} if max_tokens else {}
+        self.client = ChatClient(self.settings)
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        return {
+            "model": self.name,
+            "endpoint_model": self.settings.model,
+            "base_url": self.settings.base_url,
+            "defaults": self.defaults,
+        }
+
+    @property
+    def display_name(self) -> str:
+        return f"openai__{self.settings.model}"
+
+    @property
+    def request_chunk_size(self) -> int:
+        return max(self.batch_size, self.settings.num_concurrent * 2)
+
+    def generate(self, requests: list[Request]) -> list[Response]:
+        payloads = [completion_payload(r, self.defaults) for r in requests]
+        completions = self.client.complete_many(payloads)
+        return [
+            Response(
+                text=c.text,
+                error=c.error,
+                latency_s=c.latency_s,
+                info={"attempts": c.attempts} if c.attempts > 1 else {},
+            )
+            for c in completions
+        ]

@@ -1,0 +1,1 @@
+"""Test utilities shipped with the package (used by the test suite and the bench scripts)."""
