@@ -144,9 +144,11 @@ class Evaluator:
                 text, info = hits[key]
                 responses[i] = Response(text=text, cached=True, info=info)
                 timing.cached += 1
-        missing = sorted(
-            (i for i, r in enumerate(responses) if r is None), key=lambda i: _sort_key(requests[i])
-        )
+        first_of: dict[str, int] = {}  # identical requests (same content key) are sent once
+        for i, r in enumerate(responses):
+            if r is None:
+                first_of.setdefault(keys[i], i)
+        missing = sorted(first_of.values(), key=lambda i: _sort_key(requests[i]))
         chunk = self.model.request_chunk_size
         for start in range(0, len(missing), chunk):
             batch = missing[start : start + chunk]
@@ -166,6 +168,11 @@ class Evaluator:
                 if response.ok:
                     to_cache.append((keys[i], "generate", response.text, response.info))
             self.cache.put_many(to_cache)
+        for i, r in enumerate(responses):
+            if r is None:
+                twin = responses[first_of[keys[i]]]
+                assert twin is not None
+                responses[i] = Response(text=twin.text, error=twin.error, cached=twin.ok, info=twin.info)
         return [r for r in responses if r is not None]
 
     def _score(

@@ -215,12 +215,13 @@ class JudgePanel:
         keys = [r.content_key(identity) for r in requests]
         hits = self.cache.get_many(keys) if self.cache is not None else {}
         replies: list[tuple[str | None, str | None]] = [(None, None)] * len(requests)
-        missing = []
+        first_of: dict[str, int] = {}  # identical judge requests are sent once
         for i, key in enumerate(keys):
             if key in hits:
                 replies[i] = (hits[key][0], None)
             else:
-                missing.append(i)
+                first_of.setdefault(key, i)
+        missing = list(first_of.values())
         chunk = judge.model.request_chunk_size
         for start in range(0, len(missing), chunk):
             batch = missing[start : start + chunk]
@@ -233,6 +234,9 @@ class JudgePanel:
                     to_cache.append((keys[i], "judge", response.text, {}))
             if self.cache is not None:
                 self.cache.put_many(to_cache)
+        for i, key in enumerate(keys):
+            if key not in hits and first_of[key] != i:
+                replies[i] = replies[first_of[key]]
         return replies
 
     def _collect(

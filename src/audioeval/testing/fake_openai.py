@@ -56,6 +56,7 @@ class FakeOpenAIServer:
     faults: list[Fault] = field(default_factory=list)
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers_seen: list[dict[str, str]] = field(default_factory=list)
+    port: int = 0  # 0: any free port; a fixed port keeps base_url (part of the cache identity) stable
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -73,7 +74,7 @@ class FakeOpenAIServer:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 server._handle(self, body)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
