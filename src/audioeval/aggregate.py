@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from audioeval.evaluator import ScoreRow, score_arrays
+from audioeval.evaluator import ScoreRow, score_arrays, score_names
 from audioeval.registry import TaskRegistry
 from audioeval.scoring import TaskScorer
 from audioeval.stats import MetricSummary, stable_seed, summarize, summarize_group
@@ -30,8 +30,9 @@ def aggregate_task(
     """results[task] and the summaries (with bootstrap draws) per k, for group aggregation."""
     per_k: dict[str, Any] = {}
     summaries_by_k: dict[int, dict[str, MetricSummary]] = {}
+    names = score_names(rows)
     for k in shots:
-        columns, selected = score_arrays(rows, k)
+        columns, selected = score_arrays(rows, k, names)
         errors = sum(r.error for r in selected)
         summaries = {}
         for name, agg in scorer.aggregations(list(columns)).items():

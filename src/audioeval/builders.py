@@ -195,9 +195,12 @@ def _module_path(name: str, base_dir: Path | None) -> Path:
     return path
 
 
-@cache
 def load_builder_class(name: str, base_dir: Path | None = None) -> type[datasets.DatasetBuilder]:
-    path = _module_path(name, base_dir)
+    return _builder_class_at(_module_path(name, base_dir))
+
+
+@cache
+def _builder_class_at(path: Path) -> type[datasets.DatasetBuilder]:
     module_name = f"audioeval_builders.{path.parent.name}.{path.stem}"
     spec = importlib.util.spec_from_file_location(module_name, path)
     assert spec and spec.loader

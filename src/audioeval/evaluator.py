@@ -239,16 +239,23 @@ class Evaluator:
         return window_rows, records
 
 
-def score_arrays(rows: list[ScoreRow], k: int) -> tuple[dict[str, np.ndarray], list[ScoreRow]]:
-    """Per-sample score columns for one shot count, in episode order; missing values are NaN."""
+def score_arrays(
+    rows: list[ScoreRow], k: int, names: list[str]
+) -> tuple[dict[str, np.ndarray], list[ScoreRow]]:
+    """Per-sample score columns for one shot count, in episode order; missing values (including samples
+    the model failed on) are NaN."""
     selected = sorted((r for r in rows if r.k == k), key=lambda r: r.episode)
-    names: list[str] = []
-    for r in selected:
-        for name in r.scores:
-            if name not in names:
-                names.append(name)
     columns = {}
     for name in names:
         values = [r.scores.get(name) for r in selected]
         columns[name] = np.array([np.nan if v is None else v for v in values], dtype=np.float64)
     return columns, selected
+
+
+def score_names(rows: list[ScoreRow]) -> list[str]:
+    names: list[str] = []
+    for r in rows:
+        for name in r.scores:
+            if name not in names:
+                names.append(name)
+    return names

@@ -34,7 +34,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="audioeval build", description="Write a benchmark as a Hub-layout dataset folder."
     )
-    p.add_argument("benchmark", help="a builder in datasets_builders/, e.g. audioicl_bench, alice, adu_bench")
+    p.add_argument(
+        "benchmark",
+        help="a builder in datasets_builders/ (audioicl_bench, alice, adu_bench) or a builder .py file",
+    )
     p.add_argument(
         "--output_dir", required=True, help="destination folder (must not exist, or pass --overwrite)"
     )
@@ -153,8 +156,10 @@ def _approx_bytes(obj: Any) -> int:
 def cmd_build(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     available = _available_builders()
-    if args.benchmark not in available:
+    if args.benchmark not in available and not args.benchmark.endswith(".py"):
         raise UsageError("audioeval build: " + unknown_name_message("benchmark", args.benchmark, available))
+    if args.benchmark.endswith(".py"):
+        args.benchmark = str(Path(args.benchmark).resolve())
     cls = load_builder_class(args.benchmark)
     all_configs = builder_config_names(cls)
     configs = [c.strip() for c in args.configs.split(",")] if args.configs else all_configs
@@ -194,7 +199,9 @@ def cmd_build(argv: list[str]) -> int:
     try:
         counts = {c: _write_config(b, staging / c) for c, b in builders.items()}
         description = (cls.__doc__ or "").strip()
-        (staging / "README.md").write_text(_card(args.benchmark, configs, counts, kwargs, description))
+        (staging / "README.md").write_text(
+            _card(Path(args.benchmark).stem, configs, counts, kwargs, description)
+        )
         if destination.exists():
             shutil.rmtree(destination)
         staging.rename(destination)

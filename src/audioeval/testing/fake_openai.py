@@ -60,6 +60,8 @@ class FakeOpenAIServer:
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
+        self.in_flight = 0
+        self.max_in_flight = 0  # the most requests the server was handling at once
         self._fault_counts: list[int] = [0] * len(self.faults)
         server = self
 
@@ -100,8 +102,18 @@ class FakeOpenAIServer:
 
     def _handle(self, handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
         with self._lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            self._answer(handler, body)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    def _answer(self, handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
+        with self._lock:
             self.requests.append(body)
-            self.headers_seen.append(dict(handler.headers))
+            self.headers_seen.append({k.lower(): v for k, v in handler.headers.items()})
         text = prompt_text(body)
         fault = self._active_fault(text)
         if fault is not None:

@@ -1,0 +1,65 @@
+"""Shared test fixtures. Every test runs offline; caches live in a per-session temporary folder."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+_SESSION_CACHE = tempfile.mkdtemp(prefix="audioeval-test-cache-")
+os.environ.setdefault("AUDIOEVAL_CACHE", _SESSION_CACHE)
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+FIXTURES = Path(__file__).parent / "fixtures"
+TOY = FIXTURES / "toy"
+
+
+@pytest.fixture
+def toy_dir() -> Path:
+    return TOY
+
+
+def run_cli(args: list[str]) -> tuple[int, str, str]:
+    """Run the CLI in-process; returns (exit code, stdout, stderr)."""
+    from audioeval.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(args)
+    return code, out.getvalue(), err.getvalue()
+
+
+def run_cli_subprocess(args: list[str], timeout: float = 300, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "audioeval", *args], capture_output=True, text=True, timeout=timeout, **kwargs
+    )
+
+
+def latest_run(output_path: Path) -> Path:
+    runs = sorted(p for p in output_path.glob("*/*") if (p / "results.json").exists())
+    assert runs, f"no run folder with results.json under {output_path}"
+    return runs[-1]
+
+
+def load_results(run_dir: Path) -> dict:
+    return json.loads((run_dir / "results.json").read_text())
+
+
+def load_samples(run_dir: Path, task: str, drop_volatile: bool = True) -> list[dict]:
+    from audioeval.outputs import VOLATILE_SAMPLE_FIELDS
+
+    records = [json.loads(line) for line in (run_dir / f"samples_{task}.jsonl").read_text().splitlines()]
+    if drop_volatile:
+        for r in records:
+            for key in VOLATILE_SAMPLE_FIELDS:
+                r.pop(key, None)
+    return records

@@ -1,0 +1,128 @@
+"""The OpenAI-compatible backend against a local server: audio parts, concurrency, retries, timeouts, keys."""
+
+from __future__ import annotations
+
+import base64
+
+import numpy as np
+import pytest
+
+from audioeval.audio.wav import decode_wav
+from audioeval.errors import ModelError
+from audioeval.models.openai_chat import OpenAIChatModel
+from audioeval.testing.fake_openai import FakeOpenAIServer, Fault
+from audioeval.types import AudioClip, AudioPart, Message, Request, RequestId, TextPart
+from tests.conftest import latest_run, load_results, load_samples, run_cli
+
+
+def _request(text: str, clip: AudioClip | None = None, **gen) -> Request:
+    parts = (TextPart(text),) + ((AudioPart(clip),) if clip is not None else ())
+    return Request(
+        messages=(Message("system", (TextPart("be brief"),)), Message("user", parts)),
+        gen_kwargs=gen,
+        rid=RequestId("t", 0, 0),
+    )
+
+
+def test_audio_goes_as_input_audio_wav_and_kwargs_are_mapped():
+    clip = AudioClip.from_array(0.2 * np.sin(np.arange(1600) / 5.0), 16000)
+    with FakeOpenAIServer() as server:
+        model = OpenAIChatModel(model="m", base_url=server.base_url)
+        (response,) = model.generate([_request("what is this?", clip, max_new_tokens=7)])
+    assert response.ok and response.text.startswith("reply ")
+    body = server.requests[0]
+    assert body["max_tokens"] == 7 and body["temperature"] == 0.0 and body["model"] == "m"
+    assert body["messages"][0] == {"role": "system", "content": "be brief"}
+    audio = body["messages"][1]["content"][1]
+    assert audio["type"] == "input_audio" and audio["input_audio"]["format"] == "wav"
+    samples, rate = decode_wav(base64.b64decode(audio["input_audio"]["data"]))
+    assert rate == 16000 and np.array_equal(samples, clip.samples)
+
+
+def test_requests_run_concurrently_up_to_num_concurrent():
+    with FakeOpenAIServer(delay=0.3) as server:
+        model = OpenAIChatModel(model="m", base_url=server.base_url, num_concurrent=4)
+        responses = model.generate([_request(f"q{i}") for i in range(12)])
+    assert all(r.ok for r in responses)
+    assert server.max_in_flight == 4
+
+
+def test_retry_after_is_honoured_and_5xx_retried():
+    faults = [Fault("429", times=1, match="slow", retry_after=0.6), Fault("500", times=2, match="flaky")]
+    with FakeOpenAIServer(faults=faults) as server:
+        model = OpenAIChatModel(model="m", base_url=server.base_url, num_concurrent=2)
+        slow, flaky = model.generate([_request("slow"), _request("flaky")])
+    assert slow.ok and slow.latency_s >= 0.6 and slow.info["attempts"] == 2
+    assert flaky.ok and flaky.info["attempts"] == 3
+
+
+def test_timeouts_give_up_with_an_error_response():
+    with FakeOpenAIServer(faults=[Fault("hang", times=10, match="stuck", hang_seconds=2)]) as server:
+        model = OpenAIChatModel(model="m", base_url=server.base_url, timeout=0.3, max_retries=1)
+        stuck, fine = model.generate([_request("stuck"), _request("fine")])
+    assert stuck.text is None and "Timeout" in stuck.error and fine.ok
+
+
+def test_missing_key_for_remote_endpoint(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(ModelError, match="set the environment variable OPENAI_API_KEY"):
+        OpenAIChatModel(model="m", base_url="https://api.example.com/v1")
+
+
+def test_rejected_key_is_a_clear_error(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-wrong")
+    with FakeOpenAIServer(faults=[Fault("401", times=5)]) as server:
+        model = OpenAIChatModel(model="m", base_url=server.base_url)
+        with pytest.raises(ModelError, match="rejected the API key"):
+            model.generate([_request("x")])
+
+
+def test_run_counts_api_failures_and_never_writes_the_key(toy_dir, tmp_path, monkeypatch):
+    secret = "sk-test-very-secret-123"
+    monkeypatch.setenv("MY_KEY", secret)
+    faults = [Fault("hang", times=100, match="[Demo 1]", hang_seconds=1.5)]  # every 1-shot request times out
+    with FakeOpenAIServer(faults=faults) as server:
+        code, out, err = run_cli(
+            [
+                "--tasks",
+                "toy_tones",
+                "--include_path",
+                str(toy_dir),
+                "--model",
+                "openai",
+                "--num_fewshot",
+                "0,1",
+                "--model_args",
+                f"model=m,base_url={server.base_url},api_key_env=MY_KEY,timeout=0.3,max_retries=0",
+                "--limit",
+                "3",
+                "--output_path",
+                str(tmp_path / "o"),
+                "--log_samples",
+                "--cache_dir",
+                str(tmp_path / "c"),
+                "--no_progress",
+            ]
+        )
+        assert code == 0, err
+        assert all(h.get("authorization") == f"Bearer {secret}" for h in server.headers_seen)
+    run_dir = latest_run(tmp_path / "o")
+    results = load_results(run_dir)
+    block = results["results"]["toy_tones"]["1-shot"]
+    assert (
+        block["errors"] == 3
+        and block["n"] == 3
+        and block["accuracy_missing"] == 3
+        and block["accuracy"] is None
+    )
+    assert "errors" not in results["results"]["toy_tones"]["0-shot"]
+    assert results["timing"]["errors"] == 3
+    samples = [s for s in load_samples(run_dir, "toy_tones") if s["shots"] == 1]
+    assert all(s["error"] and s["response"] is None for s in samples)
+    everything = out + err + "".join(p.read_text() for p in run_dir.iterdir() if p.is_file())
+    assert secret not in everything
+    assert (tmp_path / "c" / "responses.sqlite").exists()
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "c" / "responses.sqlite") as db:
+        assert db.execute("SELECT COUNT(*) FROM responses").fetchone()[0] == 3  # failures are never cached

@@ -1,0 +1,99 @@
+"""`audioeval build` writes a Hub-layout folder that `datasets.load_dataset` reads offline; `push` uploads it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from audioeval.builders import make_builder
+from tests.conftest import TOY, run_cli
+
+BUILDER = str(TOY / "toy_tones.py")
+
+
+def test_build_round_trip_through_load_dataset(tmp_path):
+    import datasets
+
+    out = tmp_path / "hub"
+    code, stdout, err = run_cli(
+        ["build", BUILDER, "--output_dir", str(out), "--n_episodes", "5", "--seed", "3"]
+    )
+    assert code == 0, err
+    assert (out / "README.md").read_text().startswith("---\nconfigs:\n- config_name: tones")
+    assert sorted(p.name for p in (out / "tones").iterdir()) == ["test-00000-of-00001.parquet"]
+    ds = datasets.load_dataset(str(out), "tones", split="test")
+    assert len(ds) == 5
+    builder = make_builder(BUILDER, "tones", {"n_episodes": 5, "seed": 3})
+    for index in (0, 4):
+        row, episode = ds[index], builder.episode(index)
+        assert row["id"] == episode["id"] and row["query"]["label"] == episode["query"]["label"]
+        decoded = row["query"]["clips"][0]["audio"].get_all_samples()
+        assert decoded.sample_rate == 16000
+        expected = episode["query"]["clips"][0]["audio"].samples
+        assert np.max(np.abs(decoded.data.numpy()[0] - expected)) < 1e-4  # same samples (16-bit grid)
+        assert len(row["demos"]) == 3
+
+
+def test_failed_build_leaves_nothing(tmp_path, monkeypatch):
+    from audioeval.builders import load_builder_class
+
+    cls = load_builder_class(BUILDER)
+    original = cls.episode
+
+    def failing(self, index):
+        if index == 2:
+            raise RuntimeError("synthesis failed")
+        return original(self, index)
+
+    monkeypatch.setattr(cls, "episode", failing)
+    out = tmp_path / "hub"
+    with pytest.raises(RuntimeError, match="synthesis failed"):
+        run_cli(["build", BUILDER, "--output_dir", str(out), "--n_episodes", "4"])
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_build_rejects_unknown_builder_and_config(tmp_path):
+    code, _, err = run_cli(["build", "audioicl_benc", "--output_dir", str(tmp_path / "x")])
+    assert code == 2 and "unknown benchmark 'audioicl_benc'" in err
+    code, _, err = run_cli(["build", BUILDER, "--output_dir", str(tmp_path / "x"), "--configs", "tone"])
+    assert code == 2 and "unknown config of" in err and "tones" in err
+    code, _, err = run_cli(
+        ["build", BUILDER, "--output_dir", str(tmp_path / "x"), "--builder_args", "colour=red"]
+    )
+    assert code == 2 and "colour" in err
+
+
+def test_push_uses_token_from_environment_and_never_prints_it(tmp_path, monkeypatch, capsys):
+    import huggingface_hub
+
+    out = tmp_path / "hub"
+    assert run_cli(["build", BUILDER, "--output_dir", str(out), "--n_episodes", "2"])[0] == 0
+    calls = {}
+
+    class FakeApi:
+        def __init__(self, token=None):
+            calls["token"] = token
+
+        def create_repo(self, repo_id, **kwargs):
+            calls["repo"] = (repo_id, kwargs)
+
+        def upload_folder(self, **kwargs):
+            calls["upload"] = kwargs
+            return type("Info", (), {"oid": "abc"})()
+
+    monkeypatch.setattr(huggingface_hub, "HfApi", FakeApi)
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.delenv("HUGGING_FACE_HUB_TOKEN", raising=False)
+    code, _, err = run_cli(["push", str(out), "--repo_id", "org/toy"])
+    assert code == 2 and "HF_TOKEN" in err
+    monkeypatch.setenv("HF_TOKEN", "hf_secret_value")
+    code, stdout, err = run_cli(["push", str(out), "--repo_id", "org/toy", "--private"])
+    assert code == 0, err
+    assert calls["token"] == "hf_secret_value" and calls["repo"] == (
+        "org/toy",
+        {"repo_type": "dataset", "private": True, "exist_ok": True},
+    )
+    assert calls["upload"]["folder_path"] == str(out) and calls["upload"]["repo_type"] == "dataset"
+    assert "hf_secret_value" not in stdout + err
+    code, _, err = run_cli(["push", str(tmp_path), "--repo_id", "org/toy"])
+    assert code == 2 and "not a folder made by `audioeval build`" in err

@@ -1,0 +1,55 @@
+"""Means, standard errors and bootstrap CIs behave as a statistician expects."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from audioeval.stats import Aggregation, summarize, summarize_group
+
+
+def test_mean_stderr_and_ci_for_binary_scores():
+    scores = {"acc": np.array([1.0] * 60 + [0.0] * 40)}
+    s = summarize(scores, Aggregation.from_spec("acc", "mean"), 10_000, seed=1)
+    assert s.value == 0.6 and s.n == 100
+    assert abs(s.stderr - np.sqrt(0.6 * 0.4 / 99)) < 1e-9
+    # the percentile bootstrap CI of a proportion is close to the normal interval
+    assert abs(s.ci95[0] - (0.6 - 1.96 * s.stderr)) < 0.02 and abs(s.ci95[1] - (0.6 + 1.96 * s.stderr)) < 0.02
+
+
+def test_bootstrap_is_seeded_and_resample_count_configurable():
+    scores = {"acc": np.random.default_rng(0).random(50)}
+    agg = Aggregation.from_spec("acc", "mean")
+    assert summarize(scores, agg, 2000, seed=5).ci95 == summarize(scores, agg, 2000, seed=5).ci95
+    assert summarize(scores, agg, 2000, seed=5).ci95 != summarize(scores, agg, 2000, seed=6).ci95
+    assert summarize(scores, agg, 0, seed=5).ci95 == [scores["acc"].mean()] * 2
+
+
+def test_missing_values_are_excluded_and_counted():
+    scores = {"acc": np.array([1.0, np.nan, 0.0, 1.0])}
+    s = summarize(scores, Aggregation.from_spec("acc", "mean"), 100, seed=0)
+    assert s.n == 3 and s.missing == 1 and abs(s.value - 2 / 3) < 1e-12
+
+
+def test_ratio_aggregation_is_corpus_level():
+    # corpus WER = total errors / total reference words, not the mean of per-utterance WERs
+    scores = {"err": np.array([1.0, 0.0, 3.0]), "words": np.array([2.0, 10.0, 3.0])}
+    agg = Aggregation.from_spec("wer", {"ratio": ["err", "words"]})
+    s = summarize(scores, agg, 1000, seed=0)
+    assert abs(s.value - 4 / 15) < 1e-12
+    assert s.ci95[0] <= s.value <= s.ci95[1] and s.stderr > 0
+
+
+def test_group_is_mean_of_subtask_means_with_ci_from_within_subtask_resampling():
+    rng = np.random.default_rng(3)
+    a = summarize(
+        {"acc": (rng.random(200) < 0.9).astype(float)}, Aggregation.from_spec("acc", "mean"), 5000, 1
+    )
+    b = summarize(
+        {"acc": (rng.random(20) < 0.1).astype(float)}, Aggregation.from_spec("acc", "mean"), 5000, 2
+    )
+    g = summarize_group([a, b])
+    assert abs(g.value - (a.value + b.value) / 2) < 1e-12  # not weighted by size
+    assert g.ci95[0] < g.value < g.ci95[1]
+    # the small subtask dominates the uncertainty: wider than the big one's CI, narrower than the small one's
+    width = g.ci95[1] - g.ci95[0]
+    assert (a.ci95[1] - a.ci95[0]) < width < (b.ci95[1] - b.ci95[0])
