@@ -24,7 +24,9 @@ def test_synthesis_is_deterministic_cached_and_on_the_16_bit_grid(tmp_path, monk
 def test_voice_rate_and_ssml_change_the_audio():
     base = speech.synthesize("seven", variant="m3")
     assert not np.array_equal(base, speech.synthesize("seven", variant="f2"))
-    assert len(speech.synthesize("seven", variant="m3", rate=100)) > len(speech.synthesize("seven", variant="m3", rate=300))
+    assert len(speech.synthesize("seven", variant="m3", rate=100)) > len(
+        speech.synthesize("seven", variant="m3", rate=300)
+    )
     plain = speech.synthesize("go now", ssml=True)
     paused = speech.synthesize('go <break time="800ms"/> now', ssml=True)
     assert len(paused) - len(plain) > 0.5 * 16000

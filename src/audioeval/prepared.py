@@ -160,7 +160,4 @@ def preflight(tasks: list[PreparedTask], model_cls: Any) -> None:
                 "where the task declares it."
             )
         for request, _target in task.requests_for(episode):
-            if model_cls.needs_choices and not request.choices:
-                raise ConfigError(
-                    f"{task.config.path}: model {model_cls.name!r} needs the task's label space; add `label_space:`."
-                )
+            model_cls.check_request(request, str(task.config.path))

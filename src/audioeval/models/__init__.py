@@ -13,6 +13,8 @@ from audioeval.models.base import Model, check_model_args
 MODEL_REGISTRY: dict[str, tuple[str, str, str | None]] = {
     "chance": ("audioeval.models.chance", "ChanceModel", None),
     "openai": ("audioeval.models.openai_chat", "OpenAIChatModel", "api"),
+    "demo-majority": ("audioeval.models.demo_majority", "DemoMajorityModel", None),
+    "knn-icl": ("audioeval.models.knn_icl", "KnnIclModel", None),
 }
 
 

@@ -47,6 +47,14 @@ class Model(ABC):
                 f"model {cls.name!r} has no method for task {task_name!r}. It supports: {', '.join(sorted(supported))}."
             )
 
+    @classmethod
+    def check_request(cls, request: Request, source: str) -> None:
+        """Raise when this backend cannot answer a task's requests (run in preflight, before loading)."""
+        if cls.needs_choices and not request.choices:
+            raise ModelError(
+                f"{source}: model {cls.name!r} needs the task's label space; add `label_space:`."
+            )
+
     @property
     def request_chunk_size(self) -> int:
         """How many requests the evaluator hands to one generate() call (API backends raise this)."""
