@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from audioeval.errors import ConfigError
+from audioeval.errors import ConfigError, DataError
 from audioeval.prepared import prepare_tasks
 from audioeval.registry import TaskRegistry
 from audioeval.types import AudioPart
@@ -165,3 +165,13 @@ def test_bad_task_argument_is_rejected(registry):
         prepare(registry, ["audioicl_audio_count"], prompt_style="verbose")
     with pytest.raises(ConfigError, match="layout"):
         prepare(registry, ["audioicl_audio_count"], layout="grid")
+
+
+def test_task_arguments_reach_the_builder(registry):
+    task = prepare(
+        registry, ["audioicl_morse_letter"], morse_wpm=12, morse_tone_hz=800, n_episodes=3, max_shots=1
+    )["audioicl_morse_letter"]
+    assert task.builder.num_episodes() == 3 and len(task.episode(0)["demos"]) == 1
+    assert task.episode(0)["metadata"]["morse"]["wpm"] == 12.0 and task.builder.config.osps_dir is None
+    with pytest.raises(DataError, match="osps_dir=/no/such: no such folder"):
+        prepare(registry, ["audioicl_audio_remap"], osps_dir="/no/such")

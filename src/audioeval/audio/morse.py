@@ -35,7 +35,12 @@ class MorseStyle:
         return 1.2 / self.wpm
 
     def describe(self) -> dict[str, float]:
-        return {"wpm": self.wpm, "tone_hz": self.tone_hz, "unit_s": self.unit_s, "padding_s": self.padding_s}
+        return {
+            "wpm": self.wpm,
+            "tone_hz": self.tone_hz,
+            "unit_s": round(self.unit_s, 6),
+            "padding_s": self.padding_s,
+        }
 
 
 def encode(text: str) -> str:
