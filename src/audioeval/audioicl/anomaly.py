@@ -50,21 +50,17 @@ def _generate_synth(settings: Settings, index: int) -> dict[str, Any]:
     unit = machines.draw_unit(machine, rng)
     query_label = LABELS[int(rng.integers(2))]
 
-    def recording(
-        slot: int, label: str, role: str, srng: np.random.Generator
-    ) -> tuple[dict[str, Any], dict[str, Any]]:
+    def recording(label: str, role: str, srng: np.random.Generator) -> tuple[dict[str, Any], dict[str, Any]]:
         samples, info = _synth_clip(settings, unit, label == "Anomalous", srng)
-        return clip(role, label if role != "query" else None, cap_peak(samples, 0.999), sr), {
-            "label": label,
-            **info,
-        }
+        labelled = clip(role, label if role != "query" else None, cap_peak(samples, 0.999), sr)
+        return labelled, {"label": label, **info}
 
-    q_clip, q_info = recording(QUERY_SLOT, query_label, "query", slot_rng(settings, index, QUERY_SLOT))
+    q_clip, q_info = recording(query_label, "query", slot_rng(settings, index, QUERY_SLOT))
     demos = []
     for i in range(settings.max_shots):
         srng = slot_rng(settings, index, i + 1)
-        n_clip, n_info = recording(i + 1, "Normal", "Normal", srng)
-        a_clip, a_info = recording(i + 1, "Anomalous", "Anomalous", srng)
+        n_clip, n_info = recording("Normal", "Normal", srng)
+        a_clip, a_info = recording("Anomalous", "Anomalous", srng)
         demos.append({"clips": [n_clip, a_clip], "label": "Normal Anomalous", "recordings": [n_info, a_info]})
     return episode(
         settings,
