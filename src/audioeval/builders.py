@@ -33,8 +33,9 @@ from pathlib import Path
 from typing import Any
 
 import datasets
+import numpy as np
 
-from audioeval.audio.wav import decode_wav, encode_wav
+from audioeval.audio.wav import PCM16_SCALE, decode_wav, encode_wav
 from audioeval.errors import ConfigError, unknown_name_message
 from audioeval.resources import builders_dir
 from audioeval.types import AudioClip
@@ -95,7 +96,10 @@ def _clip_from_row(row: dict[str, Any]) -> dict[str, Any]:
         clip = AudioClip.from_array(audio["array"], audio["sampling_rate"])
     else:  # a datasets AudioDecoder
         decoded = audio.get_all_samples()
-        clip = AudioClip.from_array(decoded.data.numpy().mean(axis=0), decoded.sample_rate)
+        # torchcodec scales PCM16 by 1/32768, the harness's grid is 1/32767 (audio/wav.py): rescale so the
+        # clip lands back on exactly the samples that were written.
+        samples = decoded.data.numpy().astype(np.float64).mean(axis=0) * (32768.0 / PCM16_SCALE)
+        clip = AudioClip.from_array(samples, decoded.sample_rate)
     return {"role": row.get("role"), "label": row.get("label"), "audio": clip}
 
 

@@ -1,0 +1,119 @@
+"""AnomalyDetect: every clip of an episode comes from one machine; each demo pairs a Normal and an
+Anomalous recording, and the query is one recording labelled Normal or Anomalous (equally likely).
+
+Procedural machines: one unit per episode, each recording at a slightly different operating point, the
+anomalous ones carrying one fault type applicable to the machine at `anomaly_strength_db`. DCASE folders:
+one machine type per episode; Normal from train/test normal files, Anomalous from test anomaly files.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from audioeval.audio import machines
+from audioeval.audio.corpora import load_audio
+from audioeval.audio.dsp import cap_peak
+from audioeval.audioicl.common import QUERY_SLOT, Settings, clip, episode, episode_rng, slot_rng
+
+LABELS = ("Normal", "Anomalous")
+
+
+def max_shots(settings: Settings) -> tuple[int | None, str]:
+    corpus = settings.machines.corpus
+    if corpus is None:
+        return None, "procedural machines can record any number of clips"
+    limit, machine = corpus.max_shots()
+    return limit, (
+        f"each demo needs its own normal and anomalous recording besides the query, and machine {machine!r} has "
+        f"{len(corpus.normal[machine])} normal and {len(corpus.anomalous[machine])} anomalous files"
+    )
+
+
+def _synth_clip(
+    settings: Settings, unit: machines.MachineUnit, anomalous: bool, rng: np.random.Generator
+) -> tuple[np.ndarray, dict[str, Any]]:
+    seconds, sr = settings.anomaly_seconds, settings.sampling_rate
+    if not anomalous:
+        samples, info = machines.render_normal(unit, seconds, sr, rng)
+        return samples, {**info, "anomaly": None}
+    kinds = machines.APPLICABLE_ANOMALIES[unit.machine]
+    kind = kinds[int(rng.integers(len(kinds)))]
+    return machines.render_anomalous(unit, kind, settings.anomaly_strength_db, seconds, sr, rng)
+
+
+def _generate_synth(settings: Settings, index: int) -> dict[str, Any]:
+    sr = settings.sampling_rate
+    rng = episode_rng(settings, index)
+    machine = machines.MACHINE_TYPES[int(rng.integers(len(machines.MACHINE_TYPES)))]
+    unit = machines.draw_unit(machine, rng)
+    query_label = LABELS[int(rng.integers(2))]
+
+    def recording(label: str, role: str, srng: np.random.Generator) -> tuple[dict[str, Any], dict[str, Any]]:
+        samples, info = _synth_clip(settings, unit, label == "Anomalous", srng)
+        labelled = clip(role, label if role != "query" else None, cap_peak(samples, 0.999), sr)
+        return labelled, {"label": label, **info}
+
+    q_clip, q_info = recording(query_label, "query", slot_rng(settings, index, QUERY_SLOT))
+    demos = []
+    for i in range(settings.max_shots):
+        srng = slot_rng(settings, index, i + 1)
+        n_clip, n_info = recording("Normal", "Normal", srng)
+        a_clip, a_info = recording("Anomalous", "Anomalous", srng)
+        demos.append({"clips": [n_clip, a_clip], "label": "Normal Anomalous", "recordings": [n_info, a_info]})
+    return episode(
+        settings,
+        index,
+        demos,
+        {"clips": [q_clip], "label": query_label, "recordings": [q_info]},
+        {
+            "rule": "label = whether the recording deviates from the machine's normal sound",
+            "machine": machine,
+            "unit": unit.describe(),
+            "anomaly_strength_db": settings.anomaly_strength_db,
+            "seconds": settings.anomaly_seconds,
+        },
+    )
+
+
+def _generate_corpus(settings: Settings, index: int) -> dict[str, Any]:
+    corpus = settings.machines.corpus
+    assert corpus is not None
+    sr = settings.sampling_rate
+    rng = episode_rng(settings, index)
+    machine = corpus.machines[int(rng.integers(len(corpus.machines)))]
+    query_label = LABELS[int(rng.integers(2))]
+    normal = [corpus.normal[machine][int(i)] for i in rng.permutation(len(corpus.normal[machine]))]
+    anomalous = [corpus.anomalous[machine][int(i)] for i in rng.permutation(len(corpus.anomalous[machine]))]
+
+    def recording(path: Any, label: str, role: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        samples = cap_peak(load_audio(path, sr), 0.999)
+        return clip(role, label if role != "query" else None, samples, sr), {
+            "label": label,
+            **corpus.describe(path),
+        }
+
+    # Position 0 of each list is reserved for the query, so the demos are the same whatever the query is.
+    q_clip, q_info = recording((normal if query_label == "Normal" else anomalous)[0], query_label, "query")
+    demos = []
+    for i in range(settings.max_shots):
+        n_clip, n_info = recording(normal[i + 1], "Normal", "Normal")
+        a_clip, a_info = recording(anomalous[i + 1], "Anomalous", "Anomalous")
+        demos.append({"clips": [n_clip, a_clip], "label": "Normal Anomalous", "recordings": [n_info, a_info]})
+    return episode(
+        settings,
+        index,
+        demos,
+        {"clips": [q_clip], "label": query_label, "recordings": [q_info]},
+        {
+            "rule": "label = whether the recording deviates from the machine's normal sound",
+            "machine": machine,
+        },
+    )
+
+
+def generate(settings: Settings, index: int) -> dict[str, Any]:
+    if settings.machines.corpus is None:
+        return _generate_synth(settings, index)
+    return _generate_corpus(settings, index)

@@ -1,0 +1,77 @@
+"""What every AudioICL-Bench generator shares: the settings it reads, seeded generators and clip dicts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from audioeval.audio.morse import MorseStyle
+from audioeval.audioicl.sources import Digits, Distractors, Machines, OneShots
+from audioeval.types import AudioClip
+
+# Stable numeric ids: part of every episode's seed, so never renumber them.
+TASK_IDS = {
+    "audio_count": 1,
+    "audio_count_hard": 2,
+    "audio_length": 3,
+    "audio_length_hard": 4,
+    "audio_operator": 5,
+    "audio_operator_hard": 6,
+    "audio_remap": 7,
+    "morse_code": 8,
+    "anomaly_detect": 9,
+    "morse_letter": 10,
+}
+QUERY_SLOT = 0
+
+
+@dataclass(frozen=True)
+class Settings:
+    task: str
+    seed: int
+    max_shots: int
+    sampling_rate: int
+    oneshots: OneShots = field(default_factory=OneShots)
+    digits: Digits = field(default_factory=Digits)
+    distractors: Distractors = field(default_factory=Distractors)
+    machines: Machines = field(default_factory=Machines)
+    distractor_snr_db: tuple[float, float] = (10.0, 15.0)
+    anomaly_strength_db: float = -15.0
+    anomaly_seconds: float = 10.0
+    morse: MorseStyle = field(default_factory=MorseStyle)
+    words: tuple[str, ...] = ()
+
+
+def episode_rng(settings: Settings, index: int) -> np.random.Generator:
+    """Episode-level draws (the rule, the sounds, the label order)."""
+    return np.random.default_rng([settings.seed, TASK_IDS[settings.task], index])
+
+
+def slot_rng(settings: Settings, index: int, slot: int) -> np.random.Generator:
+    """Draws for one clip slot: 0 is the query, 1..max_shots the demos. Independent of max_shots, so an
+    episode's query and first demos are the same whatever max_shots is."""
+    return np.random.default_rng([settings.seed, TASK_IDS[settings.task], index, slot + 1])
+
+
+def clip(role: str, label: str | None, samples: np.ndarray, sampling_rate: int) -> dict[str, Any]:
+    return {"role": role, "label": label, "audio": AudioClip.from_array(samples, sampling_rate)}
+
+
+def episode(
+    settings: Settings,
+    index: int,
+    demos: list[dict[str, Any]],
+    query: dict[str, Any],
+    metadata: dict[str, Any],
+    context: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    return {
+        "id": f"{settings.task}-{index:05d}",
+        "index": int(index),
+        "context": context or [],
+        "demos": demos,
+        "query": query,
+        "metadata": {"task": settings.task, "seed": settings.seed, "index": int(index), **metadata},
+    }
