@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import base64
 import gc
-import hashlib
 import logging
 import os
 import time
@@ -26,17 +25,14 @@ from audioeval.audio.wav import encode_wav
 from audioeval.errors import ModelError
 from audioeval.models.base import Model
 from audioeval.models.generation import GenerationSettings, read_settings, settings_key
-from audioeval.models.hf_audio import AudioPreparer, ClipBatch
-from audioeval.models.hf_checkpoint import fingerprint, open_checkpoint
-from audioeval.models.hf_families import ADAPTER_VERSION, PLACEMENTS
+from audioeval.models.hf_audio import ClipBatch
+from audioeval.models.hf_frontend import AudioChatFrontend
 from audioeval.models.hf_loading import (
-    audio_sampling_rate,
     load_model,
-    load_processor,
     select_device,
     torch_dtype,
 )
-from audioeval.models.hf_prompt import PromptStyle, build_conversation, render_prompt
+from audioeval.models.hf_prompt import build_conversation
 from audioeval.stats import stable_seed
 from audioeval.types import Request, Response
 
@@ -71,40 +67,31 @@ class HFModel(Model):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.checkpoint = open_checkpoint(pretrained, revision, family)
-        adapter = self.checkpoint.family
-        placement = audio_placement or adapter.placement
-        if placement not in PLACEMENTS:
-            raise ModelError(
-                f"--model_args audio_placement={placement!r}: expected one of {', '.join(PLACEMENTS)}."
-            )
-        if adapter.tokenized_template and audio_placement == "inline":
-            raise ModelError(
-                f"--model_args audio_placement=inline: {adapter.title} prompts are built by its tokenizer."
-            )
         if device_map and int(os.environ.get("WORLD_SIZE", "1")) > 1:
             raise ModelError(
                 "--model_args device_map: under `accelerate launch` each process already holds a full model on "
                 "its own GPU (data parallel). Use either several processes or device_map=auto in one process."
             )
         self.max_new_tokens = int(max_new_tokens)
-        self.processor = load_processor(self.checkpoint, bool(trust_remote_code), chat_template)
-        self.sampling_rate = audio_sampling_rate(self.processor, str(self.checkpoint.path))
-        limit = adapter.audio_limit(self.processor)
-        if max_audio_seconds is not None:
-            limit = min(float(max_audio_seconds), limit) if limit is not None else float(max_audio_seconds)
-        self.audio = AudioPreparer(
-            self.sampling_rate, limit, f"{adapter.title} ({self.checkpoint.path.name})"
+        model_dtype = torch_dtype(dtype)  # validated before anything loads
+        self.frontend = AudioChatFrontend.open(
+            pretrained,
+            revision=revision,
+            family=family,
+            trust_remote_code=bool(trust_remote_code),
+            system_prompt=system_prompt,
+            audio_placement=audio_placement,
+            chat_template=chat_template,
+            max_audio_seconds=max_audio_seconds,
         )
-        self.style = PromptStyle(
-            family=adapter,
-            placement=placement,
-            system_prompt=adapter.default_system_prompt if system_prompt is None else str(system_prompt),
-            source=str(self.checkpoint.path),
-        )
+        self.checkpoint = self.frontend.checkpoint
+        self.processor = self.frontend.processor
+        self.style = self.frontend.style
+        self.audio = self.frontend.audio
+        self.sampling_rate = self.frontend.sampling_rate
         self.model = load_model(
             self.checkpoint,
-            dtype=torch_dtype(dtype),
+            dtype=model_dtype,
             device=select_device(device),
             device_map=device_map,
             attn_implementation=attn_implementation,
@@ -114,7 +101,7 @@ class HFModel(Model):
         log.info(
             "hf: %s (%s) on %s, %s, batch size %d",
             self.checkpoint.path,
-            adapter.title,
+            self.checkpoint.family.title,
             self.model.device,
             self.model.dtype,
             self.batch_size,
@@ -124,19 +111,11 @@ class HFModel(Model):
     def _make_identity(self) -> dict[str, Any]:
         import transformers
 
-        template = self.processor.chat_template or ""
         return {
             "model": self.name,
-            "pretrained": self.checkpoint.pretrained,
-            "fingerprint": fingerprint(self.checkpoint.path),
-            "family": self.checkpoint.family.name,
-            "adapter_version": ADAPTER_VERSION,
+            **self.frontend.identity(),
             "dtype": str(self.model.dtype).removeprefix("torch."),
             "attn_implementation": getattr(self.model.config, "_attn_implementation", None),
-            "audio_placement": self.style.placement,
-            "system_prompt": self.style.system_prompt,
-            "chat_template_sha256": hashlib.sha256(str(template).encode()).hexdigest(),
-            "max_audio_seconds": self.audio.max_seconds,
             "default_max_new_tokens": self.max_new_tokens,
             "transformers": transformers.__version__,
         }
@@ -225,7 +204,7 @@ class HFModel(Model):
         clips = self.audio.prepare(request.clips)
         if self.style.family.tokenized_template:
             return _Prepared(request, None, clips)
-        return _Prepared(request, render_prompt(request, self.style, self.processor), clips)
+        return _Prepared(request, self.frontend.prompt(request), clips)
 
     def _encode(self, prepared: list[_Prepared]) -> dict[str, Any]:
         try:
