@@ -96,8 +96,10 @@ def _seeded(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def build_qwen2_audio(out: Path, seed: int = 0) -> Path:
-    from transformers import Qwen2AudioConfig, Qwen2AudioForConditionalGeneration, Qwen2AudioProcessor
+def qwen2_audio_processor(chunk_seconds: int = CHUNK_SECONDS, mel_bins: int = MEL_BINS) -> Any:
+    """A Qwen2-Audio processor: Whisper features (`chunk_seconds` window) and a small locally trained BPE
+    with the family's special tokens; its chat template is the processor's own Qwen2-Audio template."""
+    from transformers import Qwen2AudioProcessor, WhisperFeatureExtractor
 
     named = {
         "audio_token": "<|AUDIO|>",
@@ -105,10 +107,15 @@ def build_qwen2_audio(out: Path, seed: int = 0) -> Path:
         "audio_eos_token": "<|audio_eos|>",
     }
     tokenizer = _train_tokenizer(QWEN_SPECIALS, named)
-    # chat_template=None: the processor's own Qwen2-Audio template ("Audio n: <|audio_bos|>...").
-    processor = Qwen2AudioProcessor(
-        feature_extractor=_whisper_extractor(), tokenizer=tokenizer, chat_template=None
-    )
+    extractor = WhisperFeatureExtractor(feature_size=mel_bins, chunk_length=chunk_seconds)
+    return Qwen2AudioProcessor(feature_extractor=extractor, tokenizer=tokenizer, chat_template=None)
+
+
+def build_qwen2_audio(out: Path, seed: int = 0) -> Path:
+    from transformers import Qwen2AudioConfig, Qwen2AudioForConditionalGeneration
+
+    processor = qwen2_audio_processor()
+    tokenizer = processor.tokenizer
     config = Qwen2AudioConfig(
         audio_config={**_ENCODER, "num_mel_bins": MEL_BINS, "max_source_positions": CHUNK_SECONDS * 50},
         text_config={"model_type": "qwen2", "vocab_size": len(tokenizer), "num_key_value_heads": 1, **_TEXT},
