@@ -21,6 +21,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
+import torch  # at module level, so a missing `hf` extra is reported by the model registry
+import transformers
+
 from audioeval.audio.wav import encode_wav
 from audioeval.errors import ModelError
 from audioeval.models.base import Model
@@ -109,8 +112,6 @@ class HFModel(Model):
 
     # ------------------------------------------------------------------------------------------------------
     def _make_identity(self) -> dict[str, Any]:
-        import transformers
-
         return {
             "model": self.name,
             **self.frontend.identity(),
@@ -143,8 +144,6 @@ class HFModel(Model):
 
     def _generate_batch(self, requests: list[Request], settings: GenerationSettings) -> list[Response]:
         """Run a batch; on running out of GPU memory, halve it (outputs do not depend on batch composition)."""
-        import torch
-
         try:
             return self._run(requests, settings)
         except torch.cuda.OutOfMemoryError as err:
@@ -168,8 +167,6 @@ class HFModel(Model):
             )
 
     def _run(self, requests: list[Request], settings: GenerationSettings) -> list[Response]:
-        import torch
-
         started = time.perf_counter()
         prepared = [self._prepare(r) for r in requests]
         inputs = self._encode(prepared)
@@ -192,8 +189,6 @@ class HFModel(Model):
     def next_token_logits(self, requests: list[Request]) -> Any:
         """Logits of the first generated token, one row per request (float32, on the CPU): a diagnostic to
         check that the audio reaches the model (different clips, same text: different logits)."""
-        import torch
-
         inputs = self._encode([self._prepare(r) for r in requests])
         with torch.inference_mode():
             logits = self.model(**inputs).logits
@@ -278,8 +273,6 @@ class HFModel(Model):
         return kwargs
 
     def close(self) -> None:
-        import torch
-
         self.model = None
         gc.collect()
         if torch.cuda.is_available():

@@ -13,7 +13,6 @@ from typing import Any
 from audioeval.errors import ModelError
 from audioeval.models.hf_families import FamilyAdapter, family_by_name, family_for
 
-_WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf", ".ckpt")
 _HASH_FULL_BELOW = 64 << 20  # files smaller than this are hashed whole
 _SAMPLE_BLOCKS = 16
 _BLOCK = 64 << 10
@@ -31,7 +30,7 @@ _HUB_PATTERNS = [
 
 @dataclass(frozen=True)
 class Checkpoint:
-    pretrained: str  # as the user gave it
+    pretrained: str  # the absolute folder, or the Hub id as given
     path: Path  # local folder holding config.json
     config: dict[str, Any]
     family: FamilyAdapter
@@ -90,7 +89,9 @@ def open_checkpoint(
     except (OSError, json.JSONDecodeError) as err:
         raise ModelError(f"{config_file}: not readable JSON ({err}).") from err
     adapter = family_by_name(family) if family else family_for(config.get("model_type"), str(config_file))
-    return Checkpoint(pretrained=str(pretrained), path=path, config=config, family=adapter)
+    local = Path(str(pretrained)).expanduser().exists()
+    name = str(path) if local else str(pretrained)
+    return Checkpoint(pretrained=name, path=path, config=config, family=adapter)
 
 
 def check_processor_files(checkpoint: Checkpoint) -> None:
@@ -114,11 +115,11 @@ def _hash_file(h: Any, file: Path) -> None:
     size = file.stat().st_size
     h.update(f"{file.name}:{size}:".encode())
     with file.open("rb") as handle:
-        if size <= _HASH_FULL_BELOW or not file.name.endswith(_WEIGHT_SUFFIXES):
+        if size <= _HASH_FULL_BELOW:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 h.update(block)
             return
-        # Large weight files: the first MiB (the safetensors header: names, shapes, dtypes) and evenly spaced
+        # Large files (weights): the first MiB (a safetensors header: names, shapes, dtypes) and evenly spaced
         # blocks of tensor data. Two checkpoints with the same shapes but different weights differ in every
         # block, so sampling tells them apart without reading 15 GB.
         h.update(handle.read(1 << 20))

@@ -40,7 +40,7 @@ def _no_limit(processor: Any) -> float | None:
 
 
 def _whisper_window(processor: Any) -> float | None:
-    """Whisper-style extractors pad or cut every clip to one window (`n_samples`, 30 s in the releases)."""
+    """Whisper-style extractors pad or cut every clip to one window (`n_samples`; 30 s in Qwen2-Audio's release)."""
     fe = processor.feature_extractor
     return fe.n_samples / float(fe.sampling_rate)
 
