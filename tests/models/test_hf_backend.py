@@ -103,3 +103,25 @@ def test_omni_thinker_is_loaded_from_the_full_checkpoint(hf_models):
     assert type(model).__name__ == "Qwen2_5OmniThinkerForConditionalGeneration"
     assert next(model.parameters()).abs().sum().item() > 0  # weights loaded, not left at zero
     assert torch.isfinite(next(model.parameters())).all()
+
+
+def test_greedy_even_when_the_checkpoint_samples_by_default(hf_models, tiny_models, tmp_path):
+    """Released generation_config.json files often set do_sample/temperature; tasks stay greedy unless they ask."""
+    import json
+    import shutil
+
+    from audioeval.models import create_model
+
+    folder = tmp_path / "sampling_default"
+    shutil.copytree(tiny_models["qwen2_audio"], folder)
+    config = json.loads((folder / "generation_config.json").read_text())
+    config.update(do_sample=True, temperature=1.5, top_k=50)
+    (folder / "generation_config.json").write_text(json.dumps(config))
+    model = create_model("hf", {"pretrained": str(folder)}, 2, 0)
+    requests = _mixed_requests()[:4]
+    torch.manual_seed(1)
+    first = [r.text for r in model.generate(requests)]
+    torch.manual_seed(2)
+    second = [r.text for r in model.generate(requests)]
+    assert first == second == [r.text for r in hf_models("qwen2_audio").generate(requests)]
+    assert model.identity["fingerprint"] != hf_models("qwen2_audio").identity["fingerprint"]
