@@ -6,7 +6,7 @@ import numpy as np
 
 from audioeval.types import AudioClip, AudioPart, Message, Request, RequestId, TextPart
 
-TINY_FAMILIES = ("qwen2_audio", "qwen2_5_omni", "audio_flamingo3")
+TINY_FAMILIES = ("qwen2_audio", "qwen2_5_omni", "qwen3_omni", "audio_flamingo3")
 
 
 def tone(freq: float, seconds: float = 0.5, rate: int = 16000, amp: float = 0.3) -> AudioClip:

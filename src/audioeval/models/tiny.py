@@ -128,8 +128,8 @@ def build_qwen2_audio(out: Path, seed: int = 0) -> Path:
     return out
 
 
-def _save_omni_processor(out: Path, tokenizer: Any, chat_template: str) -> None:
-    """Qwen2_5OmniProcessor carries a video processor, which needs torchvision. With torchvision the processor
+def _save_omni_processor(out: Path, tokenizer: Any, chat_template: str, processor_class: str) -> None:
+    """The Omni processors carry a video processor, which needs torchvision. With torchvision the processor
     is saved normally; without it, the same files are written directly (loadable by AutoProcessor wherever
     torchvision is installed, and by the hf backend's audio-only path where it is not)."""
     from transformers import Qwen2VLImageProcessorPil
@@ -137,9 +137,10 @@ def _save_omni_processor(out: Path, tokenizer: Any, chat_template: str) -> None:
     feature_extractor = _whisper_extractor()
     image_processor = Qwen2VLImageProcessorPil()
     if importlib.util.find_spec("torchvision") is not None:
-        from transformers import Qwen2_5OmniProcessor, Qwen2VLImageProcessor, Qwen2VLVideoProcessor
+        import transformers
+        from transformers import Qwen2VLImageProcessor, Qwen2VLVideoProcessor
 
-        processor = Qwen2_5OmniProcessor(
+        processor = getattr(transformers, processor_class)(
             image_processor=Qwen2VLImageProcessor(),
             video_processor=Qwen2VLVideoProcessor(),
             feature_extractor=feature_extractor,
@@ -153,7 +154,7 @@ def _save_omni_processor(out: Path, tokenizer: Any, chat_template: str) -> None:
     image = image_processor.to_dict()
     image["image_processor_type"] = "Qwen2VLImageProcessor"
     config = {
-        "processor_class": "Qwen2_5OmniProcessor",
+        "processor_class": processor_class,
         "feature_extractor": feature_extractor.to_dict(),
         "image_processor": image,
         "video_processor": {
@@ -166,7 +167,7 @@ def _save_omni_processor(out: Path, tokenizer: Any, chat_template: str) -> None:
     (out / "processor_config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
     (out / "chat_template.jinja").write_text(chat_template)
     tok_config = json.loads((out / "tokenizer_config.json").read_text())
-    tok_config["processor_class"] = "Qwen2_5OmniProcessor"
+    tok_config["processor_class"] = processor_class
     (out / "tokenizer_config.json").write_text(json.dumps(tok_config, indent=2, sort_keys=True) + "\n")
 
 
@@ -223,7 +224,75 @@ def build_qwen2_5_omni(out: Path, seed: int = 0) -> Path:
     config = Qwen2_5OmniConfig(thinker_config=thinker, enable_audio_output=False)
     _seeded(seed)
     model = Qwen2_5OmniForConditionalGeneration(config)
-    _save_omni_processor(out, tokenizer, OMNI_CHAT_TEMPLATE)
+    _save_omni_processor(out, tokenizer, OMNI_CHAT_TEMPLATE, "Qwen2_5OmniProcessor")
+    _save_model(model, tokenizer, out)
+    return out
+
+
+def build_qwen3_omni(out: Path, seed: int = 0) -> Path:
+    """Qwen3-Omni's thinker (a mixture-of-experts decoder: 4 experts, 2 active) in the full-model layout."""
+    from transformers import Qwen3OmniMoeConfig, Qwen3OmniMoeForConditionalGeneration
+
+    named = {
+        "audio_token": "<|audio_pad|>",
+        "audio_bos_token": "<|audio_start|>",
+        "audio_eos_token": "<|audio_end|>",
+        "image_token": "<|image_pad|>",
+        "video_token": "<|video_pad|>",
+        "vision_bos_token": "<|vision_start|>",
+        "vision_eos_token": "<|vision_end|>",
+    }
+    tokenizer = _train_tokenizer(("<|endoftext|>", "<|im_start|>", "<|im_end|>", *named.values()), named)
+    ids = {name: tokenizer.convert_tokens_to_ids(token) for name, token in named.items()}
+    head_dim = _TEXT["hidden_size"] // _TEXT["num_attention_heads"]
+    thinker = {
+        "audio_config": {
+            **_ENCODER,
+            "num_mel_bins": MEL_BINS,
+            "output_dim": _TEXT["hidden_size"],
+            "downsample_hidden_size": 16,
+            "n_window_infer": 400,
+            "conv_chunksize": 100,
+            # Wider than the default 0.02: at these sizes the default leaves the encoder output almost
+            # independent of its input (the positional embedding dominates).
+            "initializer_range": 0.1,
+        },
+        "vision_config": {
+            "depth": 1,
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "num_heads": 2,
+            "out_hidden_size": _TEXT["hidden_size"],
+            "deepstack_visual_indexes": [0],
+        },
+        "text_config": {
+            **_TEXT,
+            "vocab_size": len(tokenizer),
+            "num_key_value_heads": 1,
+            "head_dim": head_dim,
+            "moe_intermediate_size": 32,
+            "num_experts": 4,
+            "num_experts_per_tok": 2,
+            "rope_parameters": {
+                "rope_type": "default",
+                "rope_theta": 10000.0,
+                "mrope_section": [2, 3, head_dim // 2 - 5],
+                "mrope_interleaved": True,
+            },
+        },
+        "audio_token_id": ids["audio_token"],
+        "image_token_id": ids["image_token"],
+        "video_token_id": ids["video_token"],
+        "audio_start_token_id": ids["audio_bos_token"],
+        "vision_start_token_id": ids["vision_bos_token"],
+    }
+    config = Qwen3OmniMoeConfig(thinker_config=thinker, enable_audio_output=False)
+    _seeded(seed)
+    model = Qwen3OmniMoeForConditionalGeneration(config)
+    template = OMNI_CHAT_TEMPLATE.replace(
+        "<|audio_bos|><|AUDIO|><|audio_eos|>", "<|audio_start|><|audio_pad|><|audio_end|>"
+    )
+    _save_omni_processor(out, tokenizer, template, "Qwen3OmniMoeProcessor")
     _save_model(model, tokenizer, out)
     return out
 
@@ -265,6 +334,7 @@ def build_audio_flamingo3(out: Path, seed: int = 0) -> Path:
 TINY_BUILDERS: dict[str, Callable[[Path, int], Path]] = {
     "qwen2_audio": build_qwen2_audio,
     "qwen2_5_omni": build_qwen2_5_omni,
+    "qwen3_omni": build_qwen3_omni,
     "audio_flamingo3": build_audio_flamingo3,
 }
 
