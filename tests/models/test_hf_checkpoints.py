@@ -98,3 +98,22 @@ def test_fingerprint_samples_large_weight_files(tmp_path):
     assert fingerprint(tmp_path / "a") != fingerprint(tmp_path / "b")
     shutil.copy(tmp_path / "a" / "model.safetensors", tmp_path / "b" / "model.safetensors")
     assert fingerprint(tmp_path / "a") == fingerprint(tmp_path / "b")
+
+
+def test_missing_transformers_names_the_hf_extra(monkeypatch):
+    import sys
+
+    from audioeval.models import get_model_class
+
+    monkeypatch.setitem(sys.modules, "transformers", None)  # import transformers raises ImportError
+    monkeypatch.delitem(sys.modules, "audioeval.models.hf", raising=False)
+    with pytest.raises(ModelError, match=r"pip install 'audioeval\[hf\]'"):
+        get_model_class("hf")
+
+
+def test_old_transformers_is_refused(monkeypatch, tiny_models):
+    import transformers
+
+    monkeypatch.setattr(transformers, "__version__", "4.57.1")
+    with pytest.raises(ModelError, match=r"need transformers>=5 \(found 4.57.1\)"):
+        AudioChatFrontend.open(str(tiny_models["qwen2_audio"]))

@@ -99,9 +99,24 @@ def _relax_one_clip_check(processor: Any) -> None:
     processor.validate_inputs = functools.partial(ProcessorMixin.validate_inputs, processor)
 
 
+MIN_TRANSFORMERS = 5
+
+
+def check_transformers_version() -> None:
+    import transformers
+
+    major = int(transformers.__version__.split(".")[0])
+    if major < MIN_TRANSFORMERS:
+        raise ModelError(
+            f"the hf and vllm backends need transformers>={MIN_TRANSFORMERS} (found {transformers.__version__}): "
+            "pip install -U 'transformers>=5'."
+        )
+
+
 def load_processor(
     checkpoint: Checkpoint, trust_remote_code: bool = False, chat_template: str | None = None
 ) -> Any:
+    check_transformers_version()
     check_processor_files(checkpoint)
     family = checkpoint.family
     from transformers import AutoProcessor, ProcessorMixin
