@@ -104,6 +104,7 @@ def run_evaluation(cfg: RunConfig, topology: Topology | None = None) -> dict[str
         judge.attach_cache(cache)
 
     model = create_model(cfg.model, cfg.model_args, cfg.batch_size, cfg.seed)
+    model.prepare(tasks)
     settings = EvalSettings(log_samples=cfg.log_samples, show_progress=cfg.show_progress)
     evaluator = Evaluator(tasks, model, cache, topology, run_dir or Path("."), settings, judge=judge)
 

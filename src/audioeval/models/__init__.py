@@ -12,6 +12,8 @@ from audioeval.models.base import Model, check_model_args
 # name -> (module, class, pip extra that provides its dependencies)
 MODEL_REGISTRY: dict[str, tuple[str, str, str | None]] = {
     "chance": ("audioeval.models.chance", "ChanceModel", None),
+    "hf": ("audioeval.models.hf", "HFModel", "hf"),
+    "vllm": ("audioeval.models.vllm_backend", "VLLMModel", "vllm"),
     "openai": ("audioeval.models.openai_chat", "OpenAIChatModel", "api"),
     "demo-majority": ("audioeval.models.demo_majority", "DemoMajorityModel", None),
     "knn-icl": ("audioeval.models.knn_icl", "KnnIclModel", None),

@@ -60,6 +60,10 @@ class Model(ABC):
         """How many requests the evaluator hands to one generate() call (API backends raise this)."""
         return self.batch_size
 
+    def prepare(self, tasks: list[Any]) -> None:  # noqa: B027 - optional hook
+        """Called once with the prepared tasks after the model is created and before evaluation starts (e.g. to
+        size an engine for the largest number of clips per prompt the tasks will send)."""
+
     @abstractmethod
     def generate(self, requests: list[Request]) -> list[Response]:
         """One response per request, in order. A request the backend gave up on gets Response(error=...)."""

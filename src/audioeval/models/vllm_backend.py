@@ -1,0 +1,207 @@
+"""`vllm`: offline vLLM (`LLM.generate`) with the audio as `multi_modal_data`.
+
+    --model vllm --model_args pretrained=Qwen/Qwen2-Audio-7B-Instruct,tensor_parallel_size=2
+
+Prompts are built exactly as in the `hf` backend (the checkpoint's processor and chat template, the family
+adapter, the same order and placeholder checks), and each prompt's clips go along, in order, as
+`multi_modal_data={"audio": [(samples, rate), ...]}`. vLLM reserves memory for `limit_mm_per_prompt`
+clips per prompt; the limit is the largest clip count of the tasks being run (unless given), so many-shot
+prompts are neither refused nor silently cut. Tensor parallelism: `tensor_parallel_size`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from audioeval.errors import ModelError
+from audioeval.models.base import Model
+from audioeval.models.generation import GenerationSettings, read_settings
+from audioeval.models.hf_frontend import AudioChatFrontend
+from audioeval.stats import stable_seed
+from audioeval.types import Request, Response
+
+log = logging.getLogger("audioeval")
+
+MIN_CHUNK = 128  # requests handed to one LLM.generate call; vLLM schedules them itself
+
+
+def import_vllm() -> Any:
+    try:
+        import vllm
+    except ImportError as err:
+        raise ModelError(
+            "--model vllm needs vLLM, which is not installed: pip install 'audioeval[vllm]' "
+            f"(a CUDA machine is required). Import error: {err}."
+        ) from err
+    return vllm
+
+
+def max_clips_per_request(tasks: list[Any]) -> int:
+    """The largest clip count over the first and last episode of each task at each of its shot counts.
+
+    Episodes of a task share their structure (the builders are pure functions of the config and the index),
+    so two probes suffice; a later request with more clips stops the run with a message (see generate)."""
+    most = 0
+    for task in tasks:
+        if not task.indices:
+            continue
+        for index in {task.indices[0], task.indices[-1]}:
+            for request, _target in task.requests_for(task.episode(index)):
+                most = max(most, len(request.clips))
+    return most
+
+
+class VLLMModel(Model):
+    name = "vllm"
+
+    def __init__(
+        self,
+        pretrained: str | None = None,
+        revision: str | None = None,
+        family: str | None = None,
+        dtype: str = "auto",
+        tensor_parallel_size: int = 1,
+        max_model_len: int | None = None,
+        gpu_memory_utilization: float = 0.9,
+        max_num_seqs: int | None = None,
+        enforce_eager: bool = False,
+        limit_audio_per_prompt: int | None = None,
+        max_new_tokens: int = 256,
+        trust_remote_code: bool = False,
+        system_prompt: str | None = None,
+        audio_placement: str | None = None,
+        chat_template: str | None = None,
+        max_audio_seconds: float | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.vllm = import_vllm()
+        self.max_new_tokens = int(max_new_tokens)
+        self.frontend = AudioChatFrontend.open(
+            pretrained,
+            revision=revision,
+            family=family,
+            trust_remote_code=bool(trust_remote_code),
+            system_prompt=system_prompt,
+            audio_placement=audio_placement,
+            chat_template=chat_template,
+            max_audio_seconds=max_audio_seconds,
+        )
+        adapter = self.frontend.checkpoint.family
+        if adapter.tokenized_template:
+            raise ModelError(
+                f"--model vllm: {adapter.title} prompts are tokenized by mistral-common, which this backend does not "
+                "drive. Serve it with `vllm serve ... --tokenizer-mode mistral` and use --model openai."
+            )
+        self.limit = int(limit_audio_per_prompt) if limit_audio_per_prompt is not None else None
+        self.engine_args: dict[str, Any] = {
+            "model": str(self.frontend.checkpoint.path),
+            "tokenizer": str(self.frontend.checkpoint.path),
+            "dtype": dtype,
+            "tensor_parallel_size": int(tensor_parallel_size),
+            "gpu_memory_utilization": float(gpu_memory_utilization),
+            "trust_remote_code": bool(trust_remote_code),
+            "seed": self.seed,
+            "enforce_eager": bool(enforce_eager),
+        }
+        if max_model_len is not None:
+            self.engine_args["max_model_len"] = int(max_model_len)
+        if max_num_seqs is not None:
+            self.engine_args["max_num_seqs"] = int(max_num_seqs)
+        self.llm: Any = None
+        self._identity = {
+            "model": self.name,
+            **self.frontend.identity(),
+            "dtype": str(dtype),
+            "tensor_parallel_size": int(tensor_parallel_size),
+            "default_max_new_tokens": self.max_new_tokens,
+            "vllm": getattr(self.vllm, "__version__", None),
+        }
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        return self._identity
+
+    @property
+    def request_chunk_size(self) -> int:
+        return max(self.batch_size, MIN_CHUNK)
+
+    def prepare(self, tasks: list[Any]) -> None:
+        """Size the engine for the tasks about to run, then start it."""
+        if self.limit is None:
+            self.limit = max(1, max_clips_per_request(tasks))
+        self._start()
+
+    def _start(self) -> None:
+        if self.llm is not None:
+            return
+        if self.limit is None:
+            raise ModelError("vllm: the engine was asked to start before its audio limit was known.")
+        args = {**self.engine_args, "limit_mm_per_prompt": {"audio": self.limit}}
+        log.info("vllm: starting the engine for %s with %s", args["model"], args)
+        self.llm = self.vllm.LLM(**args)
+
+    # ------------------------------------------------------------------------------------------------------
+    def build_input(self, request: Request) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """vLLM's prompt dict for one request and the truncations made to its clips."""
+        if self.limit is not None and len(request.clips) > self.limit:
+            raise ModelError(
+                f"vllm: a request of task {request.rid.task!r} (k={request.rid.shots}) has {len(request.clips)} "
+                f"clips but the engine was started for at most {self.limit} per prompt. Rerun with "
+                f"--model_args limit_audio_per_prompt={len(request.clips)} (or larger)."
+            )
+        clips = self.frontend.audio.prepare(request.clips)
+        item: dict[str, Any] = {"prompt": self.frontend.prompt(request)}
+        if clips.arrays:
+            rate = self.frontend.sampling_rate
+            item["multi_modal_data"] = {"audio": [(array, rate) for array in clips.arrays]}
+        return item, clips.truncated
+
+    def sampling_params(self, request: Request, settings: GenerationSettings) -> Any:
+        if settings.num_beams != 1:
+            raise ModelError(f"task {request.rid.task!r}: --model vllm does not run beam search (num_beams).")
+        kwargs: dict[str, Any] = {"max_tokens": settings.max_new_tokens, "temperature": 0.0}
+        if settings.until:
+            kwargs["stop"] = list(settings.until)
+        if settings.do_sample:
+            kwargs["temperature"] = settings.temperature if settings.temperature is not None else 1.0
+            kwargs["seed"] = stable_seed(self.seed, request.content_key(self.identity)) % (2**31)
+            if settings.top_p is not None:
+                kwargs["top_p"] = settings.top_p
+            if settings.top_k is not None:
+                kwargs["top_k"] = settings.top_k
+        if settings.repetition_penalty is not None:
+            kwargs["repetition_penalty"] = settings.repetition_penalty
+        return self.vllm.SamplingParams(**kwargs)
+
+    def generate(self, requests: list[Request]) -> list[Response]:
+        if self.llm is None:
+            # Not started through prepare() (e.g. a script calling generate directly): size it on this chunk.
+            if self.limit is None:
+                self.limit = max(1, max(len(r.clips) for r in requests))
+                log.warning(
+                    "vllm: limit_audio_per_prompt not set; sized from the first requests: %d.", self.limit
+                )
+            self._start()
+        started = time.perf_counter()
+        inputs, truncations, params = [], [], []
+        for request in requests:
+            item, truncated = self.build_input(request)
+            inputs.append(item)
+            truncations.append(truncated)
+            settings = read_settings(request.gen_kwargs, self.max_new_tokens, request.rid.task)
+            params.append(self.sampling_params(request, settings))
+        outputs = self.llm.generate(inputs, sampling_params=params, use_tqdm=False)
+        if len(outputs) != len(requests):
+            raise ModelError(f"vllm returned {len(outputs)} outputs for {len(requests)} prompts.")
+        elapsed = (time.perf_counter() - started) / max(1, len(requests))
+        responses = []
+        for output, truncated in zip(outputs, truncations, strict=True):
+            info = {"truncated_audio": truncated} if truncated else {}
+            responses.append(Response(text=output.outputs[0].text, latency_s=elapsed, info=info))
+        return responses
+
+    def close(self) -> None:
+        self.llm = None
