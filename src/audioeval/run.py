@@ -103,17 +103,17 @@ def run_evaluation(cfg: RunConfig, topology: Topology | None = None) -> dict[str
     if judge is not None:
         judge.attach_cache(cache)
 
-    model = create_model(cfg.model, cfg.model_args, cfg.batch_size, cfg.seed)
-    model.prepare(tasks)
-    settings = EvalSettings(log_samples=cfg.log_samples, show_progress=cfg.show_progress)
-    evaluator = Evaluator(tasks, model, cache, topology, run_dir or Path("."), settings, judge=judge)
-
     results: dict[str, Any] = {}
     task_summaries: dict[str, Any] = {}
     all_rows: dict[str, list[ScoreRow]] = {}
     timings: dict[str, Any] = {}
     total = TaskTiming()
+    model = None
     try:
+        model = create_model(cfg.model, cfg.model_args, cfg.batch_size, cfg.seed)
+        model.prepare(tasks)
+        settings = EvalSettings(log_samples=cfg.log_samples, show_progress=cfg.show_progress)
+        evaluator = Evaluator(tasks, model, cache, topology, run_dir or Path("."), settings, judge=judge)
         for task in tasks:
             outcome = evaluator.run_task(task)
             gathered = topology.gather((outcome.rows, outcome.timing))
@@ -136,7 +136,8 @@ def run_evaluation(cfg: RunConfig, topology: Topology | None = None) -> dict[str
             timings[task.name] = _timing_block(task_timing)
         topology.barrier()
     finally:
-        model.close()
+        if model is not None:
+            model.close()
         cache.close()
         if judge is not None:
             judge.close()
