@@ -67,6 +67,17 @@ def _available_builders() -> list[str]:
     return sorted(p.name for p in root.iterdir() if (p / f"{p.name}.py").is_file()) if root.is_dir() else []
 
 
+def build_command(benchmark: str, configs: list[str], kwargs: dict[str, Any]) -> str:
+    """The `audioeval build` command line that reproduces a folder."""
+    parts = [f"audioeval build {benchmark} --output_dir <folder> --configs {','.join(configs)}"]
+    flags = ("n_episodes", "max_shots", "seed")
+    parts += [f"--{k} {kwargs[k]}" for k in flags if k in kwargs]
+    others = {k: v for k, v in kwargs.items() if k not in flags}
+    if others:
+        parts.append("--builder_args '" + ",".join(f"{k}={v}" for k, v in others.items()) + "'")
+    return " ".join(parts)
+
+
 def _card(
     benchmark: str, configs: list[str], counts: dict[str, int], kwargs: dict[str, Any], description: str
 ) -> str:
@@ -84,7 +95,7 @@ def _card(
         "## How this folder was built",
         "",
         "```",
-        f"audioeval build {benchmark} " + " ".join(f"--{k} {v}" for k, v in kwargs.items()),
+        build_command(benchmark, configs, kwargs),
         "```",
         "",
     ]
