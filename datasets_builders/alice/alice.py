@@ -53,6 +53,13 @@ class AliceConfig(EpisodeBuilderConfig):
 
 
 class Alice(EpisodeBuilder):
+    """ALICE (audio in-context learning under output-format constraints) on Speech-IFEval's tasks ASR, SER,
+    GR and MMAU. One config per task x category (`asr_ceq` ... `mmau_cot`): each row is a test item with its
+    audio, task question, constraint sentence, constraint id and kwargs, label, and its ordered demonstration
+    list (the k-shot set is the first k; texts aligned to the item). `demo_pool` holds every demonstration
+    once, with its audio and formatted answer. Built from the offline synthetic corpus unless a local
+    Speech-IFEval / ALICE copy was given."""
+
     BUILDER_CONFIG_CLASS = AliceConfig
     BUILDER_CONFIGS = [
         *(AliceConfig(name=f"{t}_{c}", task=t, category=c) for t in TASKS for c in CATEGORIES),
