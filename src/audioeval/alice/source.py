@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from functools import lru_cache
+from pathlib import Path
 from typing import Any, Protocol
 
 from audioeval.alice.corpus import BuiltinCorpus, builtin_corpus
 from audioeval.alice.items import PoolEntry, PoolKey, TestItem
-from audioeval.alice.layout import SpeechIFEvalData, resolve_paths
+from audioeval.alice.layout import LayoutPaths, SpeechIFEvalData, resolve_paths
 
 PATH_OPTIONS = ("ceq_file", "cot_file", "test_audio_dir", "pool_file", "pool_audio_dir", "mmau_map_files")
 
@@ -67,11 +68,27 @@ class LocalSource:
         return keys
 
 
-@lru_cache(maxsize=8)
-def _local_data(
-    data_dir: str | None, options: tuple[tuple[str, Any], ...], check_audio: bool
-) -> SpeechIFEvalData:
-    return SpeechIFEvalData(resolve_paths(data_dir, dict(options)), check_audio=check_audio)
+_LOCAL: dict[tuple[Any, ...], SpeechIFEvalData] = {}
+
+
+def _stat(path: Path) -> tuple[str, int, int]:
+    try:
+        st = path.stat()
+        return (str(path), st.st_mtime_ns, st.st_size)
+    except OSError:
+        return (str(path), -1, -1)
+
+
+def _local_data(paths: LayoutPaths, check_audio: bool) -> SpeechIFEvalData:
+    """One parsed copy per set of files and their versions (tasks of one run share it; edited files are
+    read again)."""
+    files = [paths.ceq_file, paths.cot_file, paths.pool_file, *paths.mmau_maps]
+    key = (repr(paths), tuple(_stat(f) for f in files), check_audio)
+    if key not in _LOCAL:
+        if len(_LOCAL) >= 8:
+            _LOCAL.pop(next(iter(_LOCAL)))
+        _LOCAL[key] = SpeechIFEvalData(paths, check_audio=check_audio)
+    return _LOCAL[key]
 
 
 def open_source(config: Any) -> AliceSource:
@@ -82,4 +99,5 @@ def open_source(config: Any) -> AliceSource:
         return BuiltinSource(
             builtin_corpus(config.n_per_constraint, config.n_cot, config.pool_size, config.corpus_seed)
         )
-    return LocalSource(_local_data(str(data_dir) if data_dir else None, options, bool(config.check_audio)))
+    paths = resolve_paths(str(data_dir) if data_dir else None, dict(options))
+    return LocalSource(_local_data(paths, bool(config.check_audio)))
