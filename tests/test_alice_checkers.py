@@ -45,7 +45,10 @@ def test_capital(response, expected):
     assert strict(response, C.CAPITAL) is expected
 
 
-def test_capital_ignores_language_unlike_ifeval():
+def test_capital_ignores_language_unlike_ifeval(monkeypatch):
+    import langdetect
+
+    monkeypatch.setattr(langdetect.DetectorFactory, "seed", 0)  # langdetect is random unless seeded
     lm_eval_checker = _ifeval().CapitalLettersEnglishChecker(C.CAPITAL)
     lm_eval_checker.build_description()
     spanish = "HOLA AMIGO, HOY ESTOY MUY FELIZ CON ESTE RESULTADO"
@@ -266,3 +269,13 @@ def test_metric_reads_constraints_from_sample_info_and_judge_for_cot(metric):
 def test_metric_without_constraints_says_what_to_pass(metric):
     with pytest.raises(ValueError, match="instruction_id_list"):
         metric.compute(predictions=["x"], references=["y"])
+
+
+def test_metric_accepts_speech_ifeval_field_names(metric):
+    out = metric.compute(
+        predictions=["* a\n* b", "Bye. HOPE THIS HELPS."],
+        references=["", ""],
+        instruction_id_list=[[C.BULLET_LISTS], [C.END_CHECKER]],
+        kwargs=[[{"num_bullets": 2}], [{"end_phrase": "Hope this helps.", "prompt_to_repeat": None}]],
+    )
+    assert out["format_strict"] == [1.0, 1.0]

@@ -208,3 +208,20 @@ def test_bad_responses_are_scored(task_metric, response):
     )
     assert all(isinstance(e, int) and e >= 2 for e in out["wer_errors"][: len(C.CEQ_IDS)])
     assert out["accuracy"][len(C.CEQ_IDS) :] == [0.0] * len(C.CEQ_IDS)
+
+
+def test_speech_ifeval_names_and_field_names_are_accepted(task_metric):
+    # upstream passed the dataset name where the task code belonged; both work here
+    assert (
+        extract_answer('{"note": "x", "Gender": "Woman"}', C.JSON_FORMAT, None, "Gender_recognition")
+        == "Woman"
+    )
+    assert answer_matches("a man", "Male", "GR")
+    out = task_metric.compute(
+        predictions=["The answer is: woman", '"Neutral"'],
+        references=["Female", "neutral"],
+        tasks=["Gender_recognition", "SER"],
+        instruction_id_list=[[C.REPEAT_PROMPT], [C.QUOTATION]],
+        kwargs=[[{"prompt_to_repeat": "The answer is:"}], [{}]],
+    )
+    assert out["accuracy"] == [1.0, 1.0]

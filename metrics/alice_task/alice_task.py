@@ -9,7 +9,9 @@ verdict on whether the answer matches the label. Without a judge, CoT scores are
 
 Inputs: predictions (responses; the harness passes the raw text as `responses`), references (labels), and
 per sample the task, category and constraint — from `sample_info` (episode metadata) or given as
-`tasks`, `categories`, `instruction_id_list`, `instruction_kwargs`.
+`tasks` (asr/ser/gr/mmau or Speech-IFEval dataset names), `categories` (ceq/cot; default: ceq unless the
+id is "chain-of-thought"), `instruction_id_list` and `instruction_kwargs` (or `kwargs`, as in Speech-IFEval
+rows).
 
 Per-sample scores: ASR wer_errors and wer_words (aggregate as a ratio: corpus WER), and for CoT ASR
 degenerate (1 when the response ended in a loop); others accuracy; for CoT task_judge_failed.
@@ -31,10 +33,11 @@ from audioeval.alice.wer import word_errors
 
 
 def _facts(i, sample_info, tasks, categories, instruction_id_list, instruction_kwargs):
+    """(task code, category, instruction id, kwargs) of sample i."""
     meta = {}
     if sample_info is not None:
         meta = (sample_info[i] or {}).get("metadata") or {}
-    task = tasks[i] if tasks is not None else meta.get("task")
+    task = C.task_code(tasks[i] if tasks is not None else meta.get("task"))
     category = categories[i] if categories is not None else meta.get("category")
     iid = instruction_id_list[i] if instruction_id_list is not None else meta.get("instruction_id")
     kwargs = instruction_kwargs[i] if instruction_kwargs is not None else meta.get("kwargs")
@@ -42,10 +45,11 @@ def _facts(i, sample_info, tasks, categories, instruction_id_list, instruction_k
         iid = iid[0] if iid else None
     if isinstance(kwargs, list):
         kwargs = kwargs[0] if kwargs else None
-    if task not in ("asr", "ser", "gr", "mmau"):
+    if task is None:
+        given = tasks[i] if tasks is not None else meta.get("task")
         raise ValueError(
-            f"alice_task: sample {i} has task {task!r}; pass tasks=[...] with asr/ser/gr/mmau per sample "
-            "(audioeval passes it in sample_info)."
+            f"alice_task: sample {i} has task {given!r}; pass tasks=[...] with asr/ser/gr/mmau (or Speech-IFEval "
+            "dataset names) per sample (audioeval passes it in sample_info)."
         )
     if category is None:
         category = "cot" if iid == C.CHAIN_OF_THOUGHT else "ceq"
@@ -80,7 +84,9 @@ class AliceTask(evaluate.Metric):
         categories=None,
         instruction_id_list=None,
         instruction_kwargs=None,
+        kwargs=None,
     ):
+        instruction_kwargs = instruction_kwargs if instruction_kwargs is not None else kwargs
         texts = responses if responses is not None else predictions
         n = len(texts)
         errors, words, accuracy = [None] * n, [None] * n, [None] * n

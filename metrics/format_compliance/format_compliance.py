@@ -6,7 +6,8 @@ checkers, strict and loose (audioeval.alice.checkers). Chain-of-thought complian
 
 Inputs: predictions (the responses; the harness passes the raw text as `responses`) and, per sample, the
 constraint: from the harness's `sample_info` (episode metadata), or given directly as
-`instruction_id_list` (an id or a list of ids per sample) and `instruction_kwargs` (a dict or a list of dicts).
+`instruction_id_list` (an id or a list of ids per sample) and `instruction_kwargs` (a dict or a list of dicts;
+`kwargs` is accepted as its name too, as in Speech-IFEval rows).
 
 Per-sample scores: format_strict, format_loose (1/0/None); for CEQ samples format_strict_<group> for the
 four constraint groups (None for the other groups); for CoT samples cot_judge_failed (1 when the judge
@@ -58,7 +59,9 @@ class FormatCompliance(evaluate.Metric):
         judgments=None,
         instruction_id_list=None,
         instruction_kwargs=None,
+        kwargs=None,
     ):
+        instruction_kwargs = instruction_kwargs if instruction_kwargs is not None else kwargs
         texts = responses if responses is not None else predictions
         n = len(texts)
         strict, loose, judge_failed = [None] * n, [None] * n, [None] * n

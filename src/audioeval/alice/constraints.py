@@ -68,6 +68,23 @@ KWARGS_SPEC: dict[str, dict[str, tuple[type | tuple[type, ...], bool]]] = {
 JSON_KEYS = {"asr": "Content", "ser": "Emotion", "gr": "Gender", "mmau": "Content"}
 
 
+# Task codes, and the other names the same tasks go by (Speech-IFEval's `dataset` field, upper case).
+TASK_ALIASES = {
+    "asr": "asr",
+    "automatic_speech_recognition": "asr",
+    "ser": "ser",
+    "speech_emotion_recognition": "ser",
+    "gr": "gr",
+    "gender_recognition": "gr",
+    "mmau": "mmau",
+}
+
+
+def task_code(task: Any) -> str | None:
+    """asr / ser / gr / mmau for a task code or Speech-IFEval dataset name in any case; None if unknown."""
+    return TASK_ALIASES.get(str(task).strip().lower()) if task is not None else None
+
+
 def known_ids() -> list[str]:
     return sorted(KWARGS_SPEC)
 

@@ -89,6 +89,7 @@ def _scalar(value: Any) -> str | None:
 def json_answer(text: str, task: str) -> str | None:
     """The answer inside a JSON reply: the value of the first task key present, else the first non-empty
     scalar value; a bare JSON string or number is itself the answer. None if the text is not JSON."""
+    task = C.task_code(task) or str(task)
     ok, data = _load_json(text)
     if not ok:
         return None
@@ -153,8 +154,10 @@ def remove_trailing_phrase(text: str, phrase: str) -> str:
 
 
 def extract_answer(response: Any, instruction_id: str, kwargs: dict[str, Any] | None, task: str) -> str:
-    """The answer in a CEQ response, with the item's format undone."""
-    kwargs = kwargs or {}
+    """The answer in a CEQ response, with the item's format undone. `task` is asr/ser/gr/mmau (Speech-IFEval
+    dataset names are accepted too)."""
+    kwargs = C.clean_kwargs(kwargs)
+    task = C.task_code(task) or str(task)
     text = strip_code_fence(as_text(response))
     if instruction_id == C.JSON_FORMAT:
         found = json_answer(text, task)
@@ -190,6 +193,7 @@ def answer_matches(prediction: Any, label: str, task: str) -> bool:
     """ALICE's rule-based accuracy. SER: the last emotion word in the answer must be the label. GR: the
     last gender word, with man/woman read as male/female on both sides. Otherwise (MMAU and any label
     outside those sets): the normalised answer must equal the normalised label."""
+    task = C.task_code(task) or str(task)
     pred = normalize_choice(prediction)
     gold = normalize_choice(label)
     tokens = pred.split()
