@@ -208,3 +208,20 @@ def test_build_from_a_local_copy(tmp_path):
     )
     assert code == 0
     assert (out / "ser_ceq").is_dir() and (out / "demo_pool").is_dir()
+
+
+def test_cli_runs_on_a_local_copy(tmp_path):
+    from audioeval.cli import main
+
+    root = write_layout(tmp_path / "alice")
+    out = tmp_path / "out"
+    code = main(
+        ["--tasks", "alice_s1_ser_ceq,alice_s2_mmau_ceq", "--model", "chance", "--num_fewshot", "0,1,4"]
+        + ["--task_args", f"data_dir={root},max_shots=4", "--output_path", str(out), "--no_cache"]
+        + ["--bootstrap_iters", "50", "--no_progress"]
+    )
+    assert code == 0
+    (results_file,) = out.glob("*/*/results.json")
+    results = json.loads(results_file.read_text())["results"]
+    assert results["alice_s1_ser_ceq"]["4-shot"]["n"] == 2
+    assert results["alice_s2_mmau_ceq"]["1-shot"]["n"] == 1
