@@ -119,7 +119,8 @@ class Alice(EpisodeBuilder):
             raise DataError(
                 f"alice {cfg.name}: the demonstration list for {item.uid} ({' / '.join(str(k) for k in item.pool_key if k)}) "
                 f"has {size} demonstration(s) but max_shots={cfg.max_shots}; lower it with --task_args max_shots={size} "
-                "(and --num_fewshot), or enlarge the pool."
+                "(and --num_fewshot), or enlarge the pool"
+                + (" (built-in corpus: --task_args pool_size=N)." if self.source().name == "builtin" else ".")
             )
 
     def num_episodes(self) -> int:

@@ -181,6 +181,12 @@ _OWN_CHECKS = {
 }
 
 
+_NO_PUNKT = (
+    "length_constraints:number_sentences counts sentences with NLTK's punkt model, which is not installed; "
+    "install it with `python -m nltk.downloader punkt punkt_tab` to score this constraint"
+)
+
+
 class CheckUnavailable(Exception):
     """The check cannot run in this environment (e.g. NLTK's punkt data is not installed)."""
 
@@ -200,15 +206,14 @@ def _punkt_available() -> bool:
 
 def _lm_eval_check(instruction_id: str, value: str, kwargs: dict[str, Any]) -> bool:
     if instruction_id == C.NUMBER_SENTENCES and not _punkt_available():
-        raise CheckUnavailable(
-            "length_constraints:number_sentences counts sentences with NLTK's punkt model, which is not "
-            "installed; install it with `python -m nltk.downloader punkt punkt_tab` to score this constraint"
-        )
+        raise CheckUnavailable(_NO_PUNKT)
     cls = getattr(_ifeval(), _LM_EVAL_CLASSES[instruction_id])
     checker = cls(instruction_id)
     checker.build_description(**kwargs)
     try:
         return bool(checker.check_following(value))
+    except LookupError as err:  # an NLTK resource lm-eval loads is missing
+        raise CheckUnavailable(f"{_NO_PUNKT} ({err.__class__.__name__})") from err
     except RecursionError:  # json.loads on thousands of nested brackets
         return False
     except re.error:  # a keyword that is not a valid regular expression: match it literally
