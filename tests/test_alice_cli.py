@@ -75,11 +75,12 @@ def test_full_group_fills_table_2(tmp_path):
 
 # --- bad responses through the harness ------------------------------------------------------------------------
 GARBAGE = bytes(random.Random(11).getrandbits(8) for _ in range(50_000)).decode("latin-1")
-BAD = ["", "   \n ", "x" * 1_000_000, GARBAGE, "\x00\x01\x02", "<<angry>>", None]
+BAD = ["", "   \n ", "x" * 1_000_000, GARBAGE, "\x00\x01 \ud800\udfff", "<<angry>>", None]
 
 
 class BadModel(Model):
-    """Answers with empty, whitespace, 1 MB, binary and NUL-byte text, a valid answer, or gives up."""
+    """Answers with empty, whitespace, 1 MB, binary, NUL-byte and lone-surrogate text, a valid answer, or gives
+    up."""
 
     name = "bad"
 

@@ -225,3 +225,8 @@ def test_speech_ifeval_names_and_field_names_are_accepted(task_metric):
         kwargs=[[{"prompt_to_repeat": "The answer is:"}], [{}]],
     )
     assert out["accuracy"] == [1.0, 1.0]
+
+
+def test_extract_takes_speech_ifeval_kwargs_lists():
+    kwargs = [{"prompt_to_repeat": "Answer:", "end_phrase": None}]
+    assert extract_answer("Answer: two", C.REPEAT_PROMPT, kwargs, "MMAU") == "two"

@@ -156,6 +156,8 @@ def remove_trailing_phrase(text: str, phrase: str) -> str:
 def extract_answer(response: Any, instruction_id: str, kwargs: dict[str, Any] | None, task: str) -> str:
     """The answer in a CEQ response, with the item's format undone. `task` is asr/ser/gr/mmau (Speech-IFEval
     dataset names are accepted too)."""
+    if isinstance(kwargs, list):  # Speech-IFEval rows hold a list with one kwargs dict
+        kwargs = kwargs[0] if kwargs else {}
     kwargs = C.clean_kwargs(kwargs)
     task = C.task_code(task) or str(task)
     text = strip_code_fence(as_text(response))
