@@ -60,6 +60,8 @@ class TaskScorer:
     def __init__(self, task: TaskConfig) -> None:
         self.task = task
         self.parse = get_parser(task.parser["name"], task.parser["args"], source=str(task.path))
+        # A parser may declare `sample_info` to read per-sample facts (e.g. which format to undo).
+        self.parse_takes_info = "sample_info" in inspect.signature(self.parse).parameters
         self.metrics = []
         for spec in task.metrics:
             module = load_metric(_metric_path(spec["name"], task.directory))
@@ -72,7 +74,12 @@ class TaskScorer:
             return []
         predictions, failures = [], []
         for s in samples:
-            pred = self.parse(s.response) if s.response is not None else None
+            if s.response is None:
+                pred = None
+            elif self.parse_takes_info:
+                pred = self.parse(s.response, sample_info=s.info)
+            else:
+                pred = self.parse(s.response)
             failures.append(pred is None)
             predictions.append("" if pred is None else str(pred))
         per_sample: list[dict[str, float | None]] = [{"parse_failure_rate": float(f)} for f in failures]

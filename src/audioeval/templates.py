@@ -227,7 +227,7 @@ class PromptRenderer:
         return messages
 
     def _message(self, role: str, text: str, placement: _Placement, template_role: str) -> Message:
-        if "\x00T" in text:
+        if "\x00T" in re.sub(r"\x00A\d+\x00", "", text):  # audio markers removed: "<audio>Tell me" is fine
             raise ConfigError(
                 f"{self.task.templates[template_role]}: turn() is only allowed in a whole-prompt template (`prompt`)."
             )

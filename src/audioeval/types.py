@@ -132,6 +132,15 @@ class Response:
     cached: bool = False
     info: dict[str, Any] = field(default_factory=dict)  # e.g. {"truncated_audio": [...]}
 
+    def __post_init__(self) -> None:
+        # Lone surrogates (e.g. a JSON "\ud800" escape from an API) cannot be written as UTF-8 to the cache
+        # or the sample log; they become U+FFFD so the response is kept and scored.
+        if self.text is not None:
+            try:
+                self.text.encode("utf-8")
+            except UnicodeEncodeError:
+                self.text = "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in self.text)
+
     @property
     def ok(self) -> bool:
         return self.error is None and self.text is not None

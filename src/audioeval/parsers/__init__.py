@@ -1,6 +1,8 @@
 """Response parsers: raw model text -> prediction string, or None when nothing usable is found.
 
 A parser is a function `(response: str, **args) -> str | None` registered with `@register("name")`.
+A parser that declares a `sample_info` keyword also receives the sample's info dict (task, k, episode
+metadata), for answers whose format differs per sample.
 Every module in this package is imported on first use, so a new benchmark adds parsers by adding a file.
 """
 

@@ -1,0 +1,330 @@
+"""ALICE's report: the format-compliance table shaped like the paper's Table 2 and the task-performance-vs-k
+figures shaped like its Figures 2 (CEQ) and 3 (CoT).
+
+Table 2: format compliance rate (FCR, %, strict) per stage and shot setting — zero-shot (k=0, stage 1 only),
+one-shot (k=1) and few-shot (per item, the mean over every evaluated k >= 1) — for Task Group A
+(ASR/SER/GR/MMAU, stages 1-2) and Task Group B (ASR/SER/GR, stages 1-3). Items of both constraint
+categories are pooled, as in the paper (CoT items count when the judge gave a verdict). The ± value is half
+the width of a 95% percentile bootstrap interval over items.
+
+Files written to the run folder: alice_report.md, alice_fcr.json, alice_task_performance_ceq.png,
+alice_task_performance_cot.png.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from audioeval.reports import ReportContext
+from audioeval.stats import stable_seed
+
+GROUP_A = ("asr", "ser", "gr", "mmau")
+GROUP_B = ("asr", "ser", "gr")
+SHOT_SETTINGS = ("zero-shot", "one-shot", "few-shot")
+TASK_NAMES = {"asr": "ASR", "ser": "SER", "gr": "GR", "mmau": "MMAU"}
+CATEGORY_NAMES = {"ceq": "CEQ", "cot": "CoT"}
+# (group, shot setting, stages) in the column order of the paper's Table 2
+TABLE2_COLUMNS = [
+    ("A", "zero-shot", (1,)),
+    ("A", "one-shot", (1, 2)),
+    ("A", "few-shot", (1, 2)),
+    ("B", "zero-shot", (1,)),
+    ("B", "one-shot", (1, 2, 3)),
+    ("B", "few-shot", (1, 2, 3)),
+]
+
+
+def _alice_tasks(ctx: ReportContext) -> list[tuple[str, dict[str, Any]]]:
+    out = []
+    for task in ctx.tasks:
+        info = (task.config.metadata or {}).get("alice")
+        if isinstance(info, dict) and task.name in ctx.rows:
+            out.append((task.name, info))
+    return out
+
+
+def item_values(rows: list[Any], metric: str, setting: str) -> list[float]:
+    """One value per item (episode): its score at k=0, at k=1, or its mean over k >= 1."""
+    per_item: dict[int, dict[int, float]] = defaultdict(dict)
+    for row in rows:
+        value = (row.scores or {}).get(metric)
+        if value is None or row.error or (isinstance(value, float) and math.isnan(value)):
+            continue
+        per_item[row.episode][row.k] = float(value)
+    out = []
+    for by_k in per_item.values():
+        if setting == "zero-shot" and 0 in by_k:
+            out.append(by_k[0])
+        elif setting == "one-shot" and 1 in by_k:
+            out.append(by_k[1])
+        elif setting == "few-shot":
+            shots = [v for k, v in by_k.items() if k >= 1]
+            if shots:
+                out.append(float(np.mean(shots)))
+    return out
+
+
+def bootstrap_mean(values: list[float], n_resamples: int, seed: int) -> dict[str, Any]:
+    """Mean with a 95% percentile bootstrap interval over items."""
+    arr = np.asarray(values, dtype=np.float64)
+    if not len(arr):
+        return {"value": None, "ci95": [None, None], "n": 0}
+    value = float(arr.mean())
+    if n_resamples <= 0 or len(arr) < 2:
+        return {"value": value, "ci95": [value, value], "n": len(arr)}
+    rng = np.random.default_rng(seed)
+    means = np.empty(n_resamples)
+    for start in range(0, n_resamples, 1000):
+        stop = min(start + 1000, n_resamples)
+        means[start:stop] = arr[rng.integers(0, len(arr), size=(stop - start, len(arr)))].mean(axis=1)
+    lo, hi = np.percentile(means, [2.5, 97.5])
+    return {"value": value, "ci95": [float(lo), float(hi)], "n": len(arr)}
+
+
+def fcr_cells(ctx: ReportContext, metric: str = "format_strict") -> list[dict[str, Any]]:
+    tasks = _alice_tasks(ctx)
+    resamples = int(ctx.results.get("bootstrap_resamples") or 0)
+    seed = int(ctx.results.get("seed") or 0)
+    cells = []
+    for group, setting, stages in TABLE2_COLUMNS:
+        members = GROUP_A if group == "A" else GROUP_B
+        for stage in stages:
+            values: list[float] = []
+            included = []
+            for name, info in tasks:
+                if info.get("stage") != stage or info.get("task") not in members:
+                    continue
+                got = item_values(ctx.rows[name], metric, setting)
+                if got:
+                    included.append(name)
+                values.extend(got)
+            summary = bootstrap_mean(values, resamples, stable_seed(seed, "alice-fcr", group, setting, stage))
+            cells.append({"group": group, "setting": setting, "stage": stage, "tasks": included, **summary})
+    return cells
+
+
+def _pct(cell: dict[str, Any]) -> str:
+    if cell["value"] is None:
+        return "—"
+    lo, hi = cell["ci95"]
+    half = (hi - lo) / 2 * 100 if lo is not None and hi is not None else 0.0
+    return f"{cell['value'] * 100:.2f} ± {half:.2f}"
+
+
+def table2_markdown(cells: list[dict[str, Any]], model: str) -> str:
+    head = ["model"]
+    for group, setting, stages in TABLE2_COLUMNS:
+        head += [f"{group}: {setting} S{s}" for s in stages]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines.append("| " + " | ".join([model] + [_pct(c) for c in cells]) + " |")
+    lines.append("| n (items) | " + " | ".join(str(c["n"]) for c in cells) + " |")
+    return "\n".join(lines)
+
+
+def _model_label(results: dict[str, Any]) -> str:
+    model = results.get("model") or {}
+    args = model.get("model_args") or {}
+    detail = args.get("pretrained") or args.get("model")
+    return f"{model.get('name', 'model')}" + (f" ({detail})" if detail else "")
+
+
+def _task_metric(task: str) -> tuple[str, str]:
+    return ("wer", "WER ↓") if task == "asr" else ("accuracy", "accuracy ↑")
+
+
+def _per_k(
+    ctx: ReportContext, name: str, metric: str
+) -> tuple[list[int], list[float], list[float], list[float]]:
+    block = (ctx.results.get("results") or {}).get(name) or {}
+    ks, values, lows, highs = [], [], [], []
+    for key, metrics in block.items():
+        value = metrics.get(metric)
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            continue
+        ci = metrics.get(f"{metric}_ci95") or [value, value]
+        ks.append(int(key.split("-")[0]))
+        values.append(float(value))
+        lows.append(float(ci[0]) if ci[0] is not None else float(value))
+        highs.append(float(ci[1]) if ci[1] is not None else float(value))
+    order = np.argsort(ks)
+    return (
+        [ks[i] for i in order],
+        [values[i] for i in order],
+        [lows[i] for i in order],
+        [highs[i] for i in order],
+    )
+
+
+def performance_markdown(ctx: ReportContext) -> str:
+    lines = [
+        "| task | category | metric | S1 zero-shot | S1 one-shot | S1 few-shot | S2 one-shot | S2 few-shot | "
+        "S3 one-shot | S3 few-shot |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    index = {(i["task"], i["category"], i["stage"]): n for n, i in _alice_tasks(ctx)}
+    for task in GROUP_A:
+        for category in ("ceq", "cot"):
+            metric, label = _task_metric(task)
+            cells = []
+            present = False
+            for stage, settings in ((1, ("zero", "one", "few")), (2, ("one", "few")), (3, ("one", "few"))):
+                name = index.get((task, category, stage))
+                ks, values, _, _ = _per_k(ctx, name, metric) if name else ([], [], [], [])
+                by_k = dict(zip(ks, values, strict=True))
+                for setting in settings:
+                    if setting == "zero":
+                        v = by_k.get(0)
+                    elif setting == "one":
+                        v = by_k.get(1)
+                    else:
+                        shots = [x for k, x in by_k.items() if k >= 1]
+                        v = float(np.mean(shots)) if shots else None
+                    present |= v is not None
+                    cells.append("—" if v is None else f"{v:.4f}")
+            if present or any(index.get((task, category, s)) for s in (1, 2, 3)):
+                lines.append(
+                    f"| {TASK_NAMES[task]} | {CATEGORY_NAMES[category]} | {label} | "
+                    + " | ".join(cells)
+                    + " |"
+                )
+    return "\n".join(lines)
+
+
+def plot_performance(ctx: ReportContext, category: str, path: Path) -> Path | None:
+    from matplotlib.figure import Figure
+
+    index = {(i["task"], i["stage"]): n for n, i in _alice_tasks(ctx) if i["category"] == category}
+    tasks = [t for t in GROUP_A if any((t, s) in index for s in (1, 2, 3))]
+    if not tasks:
+        return None
+    fig = Figure(figsize=(10.5, 2.6 * len(tasks) + 0.6))
+    axes = fig.subplots(len(tasks), 3, squeeze=False)
+    letters = "abcd"
+    for r, task in enumerate(tasks):
+        metric, label = _task_metric(task)
+        for c, stage in enumerate((1, 2, 3)):
+            ax = axes[r][c]
+            ax.set_title(f"({letters[r]}{stage}) {TASK_NAMES[task]} — Stage {stage}", fontsize=9)
+            name = index.get((task, stage))
+            if name is None:
+                reason = (
+                    "not applicable (needs the question text)" if task == "mmau" and stage == 3 else "not run"
+                )
+                ax.text(0.5, 0.5, reason, ha="center", va="center", transform=ax.transAxes, fontsize=8)
+                ax.set_xticks([])
+                ax.set_yticks([])
+                continue
+            ks, values, lows, highs = _per_k(ctx, name, metric)
+            if not ks:
+                ax.text(
+                    0.5,
+                    0.5,
+                    "no scores (judge needed?)",
+                    ha="center",
+                    va="center",
+                    transform=ax.transAxes,
+                    fontsize=8,
+                )
+                continue
+            ax.plot(ks, values, marker="o", linewidth=1.4, label=_model_label(ctx.results))
+            ax.fill_between(ks, lows, highs, alpha=0.2)
+            ax.set_xticks(ks)
+            ax.set_xlabel("k (in-context examples)", fontsize=8)
+            ax.set_ylabel(label, fontsize=8)
+            ax.tick_params(labelsize=7)
+            ax.grid(alpha=0.3)
+    title = "closed-ended questions (CEQ)" if category == "ceq" else "chain-of-thought (CoT)"
+    fig.suptitle(f"ALICE task performance vs k, {title} — {_model_label(ctx.results)}", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return path
+
+
+def _group_table(ctx: ReportContext) -> str:
+    from audioeval.alice.constraints import CEQ_GROUPS
+
+    lines = ["| stage | " + " | ".join(CEQ_GROUPS) + " |", "|---|" + "---|" * len(CEQ_GROUPS)]
+    tasks = _alice_tasks(ctx)
+    for stage in (1, 2, 3):
+        cells = []
+        found = False
+        for group in CEQ_GROUPS:
+            values = []
+            for name, info in tasks:
+                if info.get("stage") == stage and info.get("category") == "ceq":
+                    values += item_values(ctx.rows[name], f"format_strict_{group}", "few-shot")
+            found |= bool(values)
+            cells.append(f"{np.mean(values) * 100:.2f} (n={len(values)})" if values else "—")
+        if found:
+            lines.append(f"| {stage} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _judge_section(ctx: ReportContext) -> str:
+    judges = ctx.results.get("judges")
+    lines = []
+    if not judges:
+        cot = [n for n, i in _alice_tasks(ctx) if i.get("category") == "cot"]
+        if cot:
+            lines.append(
+                "No judge was configured: chain-of-thought compliance and CoT task scores are missing (not "
+                "zero). Add `--judge openai --judge_args model=...,base_url=...` to score them."
+            )
+        return "\n".join(lines)
+    lines += ["| judge | calls | failures |", "|---|---|---|"]
+    for judge_id, info in judges.items():
+        lines.append(f"| {judge_id} | {info.get('calls', 0)} | {info.get('failures', 0)} |")
+    lines.append("")
+    lines.append(
+        "Samples whose verdict failed (API error or unreadable reply) are excluded from the scores, not "
+        "counted as wrong; per task they show as `cot_judge_failed` / `task_judge_failed` rates."
+    )
+    return "\n".join(lines)
+
+
+def write_report(ctx: ReportContext) -> list[Path]:
+    if not _alice_tasks(ctx):
+        return []
+    cells = fcr_cells(ctx)
+    model = _model_label(ctx.results)
+    written: list[Path] = []
+    for category in ("ceq", "cot"):
+        path = plot_performance(ctx, category, ctx.run_dir / f"alice_task_performance_{category}.png")
+        if path is not None:
+            written.append(path)
+    parts = [
+        f"# ALICE report — {model}",
+        "",
+        "## Format compliance rate (FCR, %) with 95% CIs",
+        "",
+        "Task Group A: ASR/SER/GR/MMAU; Task Group B: ASR/SER/GR. Few-shot is each item's mean over the "
+        "evaluated k ≥ 1. CEQ and CoT items are pooled; ± is half the width of a 95% bootstrap interval over items.",
+        "",
+        table2_markdown(cells, model),
+        "",
+        "## CEQ format compliance by constraint group (few-shot, strict, %)",
+        "",
+        _group_table(ctx),
+        "",
+        "## Task performance (ASR: corpus WER, lower is better; SER/GR/MMAU: accuracy)",
+        "",
+        performance_markdown(ctx),
+        "",
+        "Figures: " + ", ".join(p.name for p in written) if written else "",
+        "",
+        "## Judge",
+        "",
+        _judge_section(ctx),
+        "",
+    ]
+    md = ctx.run_dir / "alice_report.md"
+    md.write_text("\n".join(parts))
+    data = ctx.run_dir / "alice_fcr.json"
+    data.write_text(json.dumps({"model": model, "metric": "format_strict", "cells": cells}, indent=2) + "\n")
+    return [md, data, *written]
