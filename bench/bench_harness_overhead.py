@@ -31,9 +31,18 @@ def measure_audioeval(n_requests: int) -> dict:
     episodes = max(1, n_requests // len(SHOTS.split(",")))
     with tempfile.TemporaryDirectory() as tmp:
         cfg = RunConfig(
-            tasks="toy_tones", model="chance", include_path=[str(TOY)], num_fewshot=[0, 1, 3],
-            task_args={"n_episodes": episodes}, batch_size=16, output_path=tmp, log_samples=True,
-            no_cache=False, cache_dir=tmp, bootstrap_resamples=1000, show_progress=False,
+            tasks="toy_tones",
+            model="chance",
+            include_path=[str(TOY)],
+            num_fewshot=[0, 1, 3],
+            task_args={"n_episodes": episodes},
+            batch_size=16,
+            output_path=tmp,
+            log_samples=True,
+            no_cache=False,
+            cache_dir=tmp,
+            bootstrap_resamples=1000,
+            show_progress=False,
         )
         started = time.perf_counter()
         output = run_evaluation(cfg)
@@ -74,12 +83,21 @@ def measure_lm_eval(n_requests: int) -> dict:
 
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "docs.jsonl"
-        data.write_text("".join(json.dumps({"question": f"question {i}", "answer": "low"}) + "\n" for i in range(n_requests)))
+        data.write_text(
+            "".join(
+                json.dumps({"question": f"question {i}", "answer": "low"}) + "\n" for i in range(n_requests)
+            )
+        )
         (Path(tmp) / "probe.yaml").write_text(LM_EVAL_TASK.format(data=data))
         manager = TaskManager(include_path=tmp)
         started = time.perf_counter()
-        simple_evaluate(model="dummy", tasks=["audioeval_overhead_probe"], task_manager=manager,
-                        bootstrap_iters=1000, log_samples=True)
+        simple_evaluate(
+            model="dummy",
+            tasks=["audioeval_overhead_probe"],
+            task_manager=manager,
+            bootstrap_iters=1000,
+            log_samples=True,
+        )
         wall = time.perf_counter() - started
     return {
         "requests": n_requests,
@@ -90,15 +108,18 @@ def measure_lm_eval(n_requests: int) -> dict:
 
 
 def in_subprocess(kind: str, n: int) -> dict:
-    proc = subprocess.run([sys.executable, __file__, "--single", kind, str(n)], capture_output=True, text=True,
-                          timeout=1800)
+    proc = subprocess.run(
+        [sys.executable, __file__, "--single", kind, str(n)], capture_output=True, text=True, timeout=1800
+    )
     if proc.returncode != 0:
         raise SystemExit(f"{kind} run with {n} requests failed:\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--requests", type=int, default=2001, help="requests for the headline comparison")
     parser.add_argument("--sizes", default="501,1002,2001,4002", help="request counts for the memory curve")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "harness_overhead.json"))
@@ -110,27 +131,43 @@ def main() -> None:
         return
 
     curve = [in_subprocess("audioeval", int(n)) for n in args.sizes.split(",")]
-    headline = next((c for c in curve if c["requests"] == args.requests), None) or in_subprocess("audioeval", args.requests)
+    headline = next((c for c in curve if c["requests"] == args.requests), None) or in_subprocess(
+        "audioeval", args.requests
+    )
     lm_eval = in_subprocess("lm_eval", headline["requests"])
     whole_ms = 1000 * headline["wall_seconds"] / headline["requests"]
     ratio = whole_ms / lm_eval["overhead_ms_per_sample"]
     print(f"{'requests':>9} {'overhead ms/sample':>19} {'peak RSS MB':>12}")
     for c in curve:
         print(f"{c['requests']:>9} {c['loop_overhead_ms_per_sample']:>19.3f} {c['peak_rss_mb']:>12.1f}")
-    print(f"\naudioeval (chance, {headline['requests']} requests): {headline['loop_overhead_ms_per_sample']:.3f} ms/sample "
-          f"harness overhead (target < 2 ms)")
-    print(f"lm-eval (dummy, {lm_eval['requests']} requests): {lm_eval['overhead_ms_per_sample']:.3f} ms/sample "
-          "(whole evaluator wall time / requests; text only, no audio)")
+    print(
+        f"\naudioeval (chance, {headline['requests']} requests): {headline['loop_overhead_ms_per_sample']:.3f} ms/sample "
+        f"harness overhead (target < 2 ms)"
+    )
+    print(
+        f"lm-eval (dummy, {lm_eval['requests']} requests): {lm_eval['overhead_ms_per_sample']:.3f} ms/sample "
+        "(whole evaluator wall time / requests; text only, no audio)"
+    )
     print(f"audioeval whole run (setup included, synthesis and scoring too): {whole_ms:.3f} ms/sample")
     print(f"ratio audioeval / lm-eval, whole-run wall time per sample: {ratio:.3f}")
     growth = curve[-1]["peak_rss_mb"] / curve[0]["peak_rss_mb"]
     print(f"peak RSS growth from {curve[0]['requests']} to {curve[-1]['requests']} requests: {growth:.2f}x")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"audioeval": curve, "headline": headline, "lm_eval_dummy": lm_eval,
-                               "audioeval_whole_run_ms_per_sample": round(whole_ms, 4),
-                              "whole_run_ratio_vs_lm_eval": round(ratio, 3), "peak_rss_growth": round(growth, 3)},
-                              indent=2) + "\n")
+    out.write_text(
+        json.dumps(
+            {
+                "audioeval": curve,
+                "headline": headline,
+                "lm_eval_dummy": lm_eval,
+                "audioeval_whole_run_ms_per_sample": round(whole_ms, 4),
+                "whole_run_ratio_vs_lm_eval": round(ratio, 3),
+                "peak_rss_growth": round(growth, 3),
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     print(f"wrote {out}")
 
 

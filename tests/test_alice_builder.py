@@ -7,7 +7,7 @@ import random
 from collections import Counter
 
 import pytest
-from alice_testutil import isolated_cache  # noqa: F401
+from tests.alice_testutil import isolated_cache  # noqa: F401
 
 from audioeval.alice import banks as B
 from audioeval.alice import constraints as C

@@ -7,7 +7,7 @@ import random
 import re
 
 import pytest
-from alice_testutil import isolated_cache  # noqa: F401
+from tests.alice_testutil import isolated_cache  # noqa: F401
 
 from audioeval.alice import constraints as C
 from audioeval.alice.checkers import (

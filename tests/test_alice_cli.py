@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from alice_testutil import isolated_cache  # noqa: F401
+from tests.alice_testutil import isolated_cache  # noqa: F401
 
 from audioeval.builders import make_builder
 from audioeval.cli import main
@@ -95,7 +95,7 @@ class BadModel(Model):
 def test_bad_responses_are_scored_or_counted_never_lost(tmp_path, monkeypatch):
     from audioeval import models
 
-    monkeypatch.setitem(models.MODEL_REGISTRY, "bad", ("test_alice_cli", "BadModel", None))
+    monkeypatch.setitem(models.MODEL_REGISTRY, "bad", ("tests.test_alice_cli", "BadModel", None))
     tasks = "alice_s1_ser_ceq,alice_s1_asr_ceq,alice_s1_mmau_cot"
     run_dir = _run(tmp_path, "--tasks", tasks, "--model", "bad", "--limit", "7", "--num_fewshot", "0,1")
     results = json.loads((run_dir / "results.json").read_text())["results"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from alice_testutil import isolated_cache  # noqa: F401
+from tests.alice_testutil import isolated_cache  # noqa: F401
 
 from audioeval.alice import constraints as C
 from audioeval.alice.extract import answer_matches, extract_answer, json_answer, normalize_choice

@@ -10,7 +10,7 @@ import socket
 from pathlib import Path
 
 import pytest
-from alice_testutil import isolated_cache  # noqa: F401
+from tests.alice_testutil import isolated_cache  # noqa: F401
 
 from audioeval.run import RunConfig, run_evaluation
 from audioeval.testing.fake_openai import FakeOpenAIServer, Fault, prompt_text

@@ -7,7 +7,7 @@ import json
 import re
 
 import pytest
-from alice_testutil import CAPITAL, END, REPEAT, isolated_cache, tone_wav, write_layout  # noqa: F401
+from tests.alice_testutil import CAPITAL, END, REPEAT, isolated_cache, tone_wav, write_layout  # noqa: F401
 
 from audioeval.builders import make_builder
 from audioeval.errors import DataError

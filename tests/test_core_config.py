@@ -199,3 +199,22 @@ def _chance():
     from audioeval.models import get_model_class
 
     return get_model_class("chance")
+
+
+def test_audio_followed_by_text_starting_like_a_marker(tmp_path):
+    folder = _copy_toy(tmp_path)
+    (folder / "chat.jinja").write_text(
+        '{{ turn("user") }}{{ audio(query.clips[0]) }}Tab 1{% for d in demos %}{{ audio(d.clips[0]) }}Tell{% endfor %}\n'
+    )
+    (task,) = _prepare(folder, "toy_tones_chat", num_fewshot=[2])
+    request, _ = task.requests_for(task.episode(0))[0]
+    (message,) = request.messages
+    assert [type(p).__name__ for p in message.parts] == [
+        "AudioPart",
+        "TextPart",
+        "AudioPart",
+        "TextPart",
+        "AudioPart",
+        "TextPart",
+    ]
+    assert message.text == "Tab 1TellTell"

@@ -20,7 +20,10 @@ from audioeval.config import TaskConfig
 from audioeval.errors import ConfigError
 from audioeval.types import AudioClip, AudioPart, Message, TextPart
 
-_SENTINEL = re.compile(r"\x00(A\d+|T[a-z]+)\x00")
+# Markers that audio() and turn() leave in rendered text, each wrapped in its own control character so
+# that neither can be mistaken for the other whatever text follows.
+_AUDIO_MARK = re.compile(r"\x01(\d+)\x01")
+_TURN_MARK = re.compile(r"\x02([a-z]+)\x02")
 _RAW_PLACEHOLDERS = re.compile(
     r"<audio>|<\|AUDIO\|>|<\|audio_bos\|>|<\|audio_pad\|>|<\|audio_start\|>|<audio_soft_token>|<\|audio_\d+\|>",
     flags=re.IGNORECASE,
@@ -37,6 +40,27 @@ def make_environment(search_dirs: list[Path]) -> SandboxedEnvironment:
         lstrip_blocks=True,
         keep_trailing_newline=False,
     )
+
+
+def turn_marker(role: str) -> str:
+    """What {{ turn(role) }} leaves in the rendered text."""
+    if role not in ROLES:
+        raise ValueError(f"turn() role must be one of {ROLES}, got {role!r}")
+    return f"\x02{role}\x02"
+
+
+def split_turns(text: str, source: str) -> list[tuple[str, str]]:
+    """(role, body) per turn() marker of a whole-prompt template's output."""
+    pieces = _TURN_MARK.split(text)
+    if pieces[0].strip():
+        raise ConfigError(
+            f"{source}: text before the first turn() marker; "
+            'start the template with {{ turn("system") }} or {{ turn("user") }}.'
+        )
+    turns = list(zip(pieces[1::2], pieces[2::2], strict=True))
+    if not turns:
+        raise ConfigError(f"{source}: the prompt template produced no turn() markers.")
+    return turns
 
 
 def compile_file(env: SandboxedEnvironment, path: Path) -> jinja2.Template:
@@ -88,7 +112,7 @@ class _Placement:
         if clip is None:
             raise TypeError(f"audio() expects a clip from the episode, got {type(obj).__name__}")
         self.clips.append(clip)
-        return f"\x00A{len(self.clips) - 1}\x00"
+        return f"\x01{len(self.clips) - 1}\x01"
 
     def skip_audio(self, obj: Any) -> str:
         clip = _clip_of(obj)
@@ -99,9 +123,7 @@ class _Placement:
 
     @staticmethod
     def turn(role: str) -> str:
-        if role not in ROLES:
-            raise ValueError(f"turn() role must be one of {ROLES}, got {role!r}")
-        return f"\x00T{role}\x00"
+        return turn_marker(role)
 
 
 class PromptRenderer:
@@ -227,45 +249,33 @@ class PromptRenderer:
         return messages
 
     def _message(self, role: str, text: str, placement: _Placement, template_role: str) -> Message:
-        if "\x00T" in re.sub(r"\x00A\d+\x00", "", text):  # audio markers removed: "<audio>Tell me" is fine
+        if _TURN_MARK.search(text):
             raise ConfigError(
                 f"{self.task.templates[template_role]}: turn() is only allowed in a whole-prompt template (`prompt`)."
             )
         return Message(role=role, parts=self._parts(text, placement, template_role))
 
     def _split_turns(self, text: str, placement: _Placement, template_role: str) -> list[Message]:
-        pieces = re.split(r"\x00T([a-z]+)\x00", text)
-        if pieces[0].strip():
-            raise ConfigError(
-                f"{self.task.templates[template_role]}: text before the first turn() marker; "
-                'start the template with {{ turn("system") }} or {{ turn("user") }}.'
-            )
-        messages = []
-        for role, body in zip(pieces[1::2], pieces[2::2], strict=True):
-            messages.append(Message(role=role, parts=self._parts(body, placement, template_role)))
-        if not messages:
-            raise ConfigError(
-                f"{self.task.templates[template_role]}: the prompt template produced no turn() markers."
-            )
-        return messages
+        turns = split_turns(text, str(self.task.templates[template_role]))
+        return [Message(role=role, parts=self._parts(body, placement, template_role)) for role, body in turns]
 
     def _parts(
         self, text: str, placement: _Placement, template_role: str
     ) -> tuple[TextPart | AudioPart, ...]:
-        raw = _RAW_PLACEHOLDERS.search(_SENTINEL.sub("", text))
+        raw = _RAW_PLACEHOLDERS.search(_AUDIO_MARK.sub("", text))
         if raw:
             raise ConfigError(
                 f"{self.task.templates[template_role]}: the template writes the audio placeholder {raw.group(0)!r} "
                 "as text. Place audio with {{ audio(clip) }}; each model backend inserts its own audio tokens."
             )
         parts: list[TextPart | AudioPart] = []
-        pieces = _SENTINEL.split(text)
+        pieces = _AUDIO_MARK.split(text)
         for i, piece in enumerate(pieces):
             if i % 2 == 0:
                 if piece:
                     parts.append(TextPart(piece))
             else:
-                parts.append(AudioPart(placement.clips[int(piece[1:])]))
+                parts.append(AudioPart(placement.clips[int(piece)]))
         if parts and isinstance(parts[0], TextPart):
             parts[0] = TextPart(parts[0].text.lstrip())
         if parts and isinstance(parts[-1], TextPart):

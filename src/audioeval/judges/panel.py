@@ -30,7 +30,7 @@ from audioeval.errors import ConfigError, UsageError
 from audioeval.judges.verdicts import READERS
 from audioeval.models import create_model
 from audioeval.models.base import Model
-from audioeval.templates import compile_file, make_environment
+from audioeval.templates import compile_file, make_environment, split_turns, turn_marker
 from audioeval.types import Message, Request, RequestId, TextPart
 
 log = logging.getLogger("audioeval")
@@ -190,24 +190,14 @@ class JudgePanel:
         }
 
     def _render(self, role: JudgeRole, context: dict[str, Any]) -> tuple[Message, ...]:
-        import re
-
         try:
-            text = role.template.render(**context, turn=lambda r: f"\x00T{r}\x00")
+            text = role.template.render(**context, turn=turn_marker)
         except Exception as err:  # noqa: BLE001
             raise ConfigError(
                 f"{role.template_path}: error rendering judge role {role.name!r}: {err}"
             ) from err
-        pieces = re.split(r"\x00T([a-z]+)\x00", text)
-        if pieces[0].strip() or len(pieces) < 3:
-            raise ConfigError(
-                f'{role.template_path}: a judge template must start with {{{{ turn("system") }}}} or '
-                '{{ turn("user") }}.'
-            )
-        return tuple(
-            Message(role=r, parts=(TextPart(body.strip()),))
-            for r, body in zip(pieces[1::2], pieces[2::2], strict=True)
-        )
+        turns = split_turns(text, str(role.template_path))
+        return tuple(Message(role=r, parts=(TextPart(body.strip()),)) for r, body in turns)
 
     def _replies(self, judge: Judge, requests: list[Request]) -> list[tuple[str | None, str | None]]:
         """(reply text, error) per judge request; cached replies are reused, new ones cached."""
