@@ -7,7 +7,6 @@ import random
 from collections import Counter
 
 import pytest
-from tests.alice_testutil import isolated_cache  # noqa: F401
 
 from audioeval.alice import banks as B
 from audioeval.alice import constraints as C
@@ -17,6 +16,7 @@ from audioeval.builders import make_builder
 from audioeval.registry import TaskRegistry
 from audioeval.templates import PromptRenderer
 from audioeval.types import AudioPart, TextPart
+from tests.alice_testutil import isolated_cache  # noqa: F401
 
 SMALL = {"n_per_constraint": 2, "n_cot": 4}
 

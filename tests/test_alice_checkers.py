@@ -7,7 +7,6 @@ import random
 import re
 
 import pytest
-from tests.alice_testutil import isolated_cache  # noqa: F401
 
 from audioeval.alice import constraints as C
 from audioeval.alice.checkers import (
@@ -19,6 +18,7 @@ from audioeval.alice.checkers import (
 )
 from audioeval.resources import metrics_dir
 from audioeval.scoring import load_metric
+from tests.alice_testutil import isolated_cache  # noqa: F401
 
 
 def strict(response, iid, kwargs=None):

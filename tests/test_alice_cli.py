@@ -9,12 +9,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.alice_testutil import isolated_cache  # noqa: F401
 
 from audioeval.builders import make_builder
 from audioeval.cli import main
 from audioeval.models.base import Model
 from audioeval.types import Request, Response
+from tests.alice_testutil import isolated_cache  # noqa: F401
 
 
 def _run(tmp_path: Path, *args: str) -> Path:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import random
 
 import pytest
-from tests.alice_testutil import isolated_cache  # noqa: F401
 
 from audioeval.alice import constraints as C
 from audioeval.alice.extract import answer_matches, extract_answer, json_answer, normalize_choice
@@ -14,6 +13,7 @@ from audioeval.parsers import get_parser
 from audioeval.registry import TaskRegistry
 from audioeval.resources import metrics_dir
 from audioeval.scoring import SampleToScore, TaskScorer, load_metric
+from tests.alice_testutil import isolated_cache  # noqa: F401
 
 
 @pytest.mark.parametrize(

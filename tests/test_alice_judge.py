@@ -10,10 +10,10 @@ import socket
 from pathlib import Path
 
 import pytest
-from tests.alice_testutil import isolated_cache  # noqa: F401
 
 from audioeval.run import RunConfig, run_evaluation
 from audioeval.testing.fake_openai import FakeOpenAIServer, Fault, prompt_text
+from tests.alice_testutil import isolated_cache  # noqa: F401
 
 TASKS = "alice_s1_ser_cot,alice_s1_asr_cot"
 

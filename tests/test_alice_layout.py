@@ -7,10 +7,10 @@ import json
 import re
 
 import pytest
-from tests.alice_testutil import CAPITAL, END, REPEAT, isolated_cache, tone_wav, write_layout  # noqa: F401
 
 from audioeval.builders import make_builder
 from audioeval.errors import DataError
+from tests.alice_testutil import CAPITAL, END, REPEAT, isolated_cache, tone_wav, write_layout  # noqa: F401
 
 
 def local(root, config, **kwargs):
