@@ -76,8 +76,8 @@ def test_verdicts_are_used_retries_succeed_and_a_rerun_makes_no_calls(tmp_path):
         assert asr["wer"] == 1.0 and asr["task_judge_failed"] == 0.0
     judge = out["judges"]["judge-model"]
     # 2 tasks x 2 items x 2 k x 2 roles, less the identical judge prompts that are sent once
-    assert 8 <= judge["calls"] <= 16 and judge["failures"] == 0
-    assert first_calls == judge["calls"] + 3  # two 429s and one 500 were retried
+    assert 8 <= judge["requests_sent"] <= 16 and judge["failed_verdicts"] == 0
+    assert first_calls == judge["requests_sent"] + 3  # two 429s and one 500 were retried
     records = [json.loads(line) for line in (Path(out["run_dir"]) / "samples_alice_s1_ser_cot.jsonl").open()]
     assert set(records[0]["judgments"]) == {"reasoning", "answer"}
 
@@ -107,7 +107,7 @@ def test_failed_judgments_are_counted_and_missing_not_zero(tmp_path):
         assert ser["cot_judge_failed"] == 1.0 and ser["task_judge_failed"] == 1.0
         assert missing(asr["wer"]) and asr["task_judge_failed"] == 1.0
         assert ser["n"] == 2 and asr["n"] == 2  # the samples are kept, only their judged scores are missing
-    assert out["judges"]["judge-model"]["failures"] == 2 * 2 * 2 * 2  # every sample's role, counted
+    assert out["judges"]["judge-model"]["failed_verdicts"] == 2 * 2 * 2 * 2  # every sample's role, counted
     records = [json.loads(line) for line in (Path(out["run_dir"]) / "samples_alice_s1_ser_cot.jsonl").open()]
     assert records[0]["judgments"]["answer"]["judge-model"]["error"].startswith("HTTP 500")
     assert records[0]["judgments"]["reasoning"]["judge-model"]["error"] == "unparsable verdict"

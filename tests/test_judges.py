@@ -81,7 +81,7 @@ def test_judged_run_counts_failures_and_rerun_is_free(toy_dir, tmp_path):
     quality = samples[0]["judgments"]["quality"]["judge-a"]
     assert quality["values"] == [8.0, 6.0] and len(quality["raw"]) == 2
     assert "quality" not in load_samples(run_dir, "toy_tones_judged")[0]["judgments"]  # `when: k > 0`
-    assert results["judges"]["judge-a"]["failures"] > 0
+    assert results["judges"]["judge-a"]["failed_verdicts"] > 0
     assert load_results(latest_run(tmp_path / "o2"))["results"] == results["results"]
 
 
@@ -107,3 +107,12 @@ def test_without_a_judge_judged_metrics_are_missing_and_the_rest_completes(toy_d
     assert code == 0, err
     k0 = load_results(latest_run(tmp_path / "o"))["results"]["toy_tones_judged"]["0-shot"]
     assert k0["judge_agrees"] is None and k0["judge_agrees_missing"] == 6 and k0["accuracy"] is not None
+
+
+def test_judge_sampling_can_be_set_per_judge(toy_dir, tmp_path):
+    with FakeOpenAIServer(reply=_judge_reply) as server:
+        judge = f"model=reasoner,base_url={server.base_url},temperature=none,reasoning_effort=minimal"
+        code, _, err = run_cli(_args(toy_dir, tmp_path / "o", tmp_path / "c", judge))
+        assert code == 0, err
+    body = server.requests[0]
+    assert "temperature" not in body and body["reasoning_effort"] == "minimal"

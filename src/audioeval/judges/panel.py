@@ -84,10 +84,15 @@ def load_roles(task: Any) -> list[JudgeRole]:
     return roles
 
 
+# --judge_args keys that set the judge's sampling instead of configuring its backend
+JUDGE_SAMPLING_KEYS = ("temperature", "reasoning_effort", "seed", "top_p")
+
+
 @dataclass
 class Judge:
     judge_id: str
     model: Model
+    sampling: dict[str, Any]  # merged into every judge request (temperature=none: send no temperature)
 
 
 class JudgePanel:
@@ -95,8 +100,8 @@ class JudgePanel:
         self.judges = judges
         self.roles_by_task = roles_by_task
         self.cache: Any = None
-        self.failures: dict[str, int] = {}
-        self.calls: dict[str, int] = {}
+        self.failed_verdicts: dict[str, int] = {}  # (sample, role) verdicts that failed, per judge
+        self.requests_sent: dict[str, int] = {}  # judge requests sent (identical ones once; cache hits not)
 
     @classmethod
     def create(cls, names: list[str], args: list[dict[str, Any]], tasks: list[Any]) -> JudgePanel:
@@ -109,11 +114,13 @@ class JudgePanel:
             )
             label = label if label not in seen else f"{label}#{i + 1}"
             seen.add(label)
+            sampling = {"temperature": 0.0}
+            sampling.update({k: judge_args.pop(k) for k in JUDGE_SAMPLING_KEYS if k in judge_args})
             try:
                 model = create_model(name, judge_args, batch_size=1, seed=0)
             except Exception as err:
                 raise UsageError(f"--judge {name} (judge {i + 1}): {err}") from err
-            judges.append(Judge(label, model))
+            judges.append(Judge(label, model, sampling))
         roles = {t.name: load_roles(t) for t in tasks if t.config.judge}
         if not roles:
             log.warning("--judge given, but none of the selected tasks uses a judge")
@@ -126,8 +133,9 @@ class JudgePanel:
         return {
             j.judge_id: {
                 "identity": j.model.identity,
-                "calls": self.calls.get(j.judge_id, 0),
-                "failures": self.failures.get(j.judge_id, 0),
+                "requests_sent": self.requests_sent.get(j.judge_id, 0),
+                "failed_verdicts": self.failed_verdicts.get(j.judge_id, 0),
+                "sampling": j.sampling,
             }
             for j in self.judges
         }
@@ -156,7 +164,7 @@ class JudgePanel:
                         judge_requests.append(
                             Request(
                                 messages=messages,
-                                gen_kwargs={"max_new_tokens": role.max_tokens, "temperature": 0.0},
+                                gen_kwargs={"max_new_tokens": role.max_tokens, **judge.sampling},
                                 rid=RequestId(
                                     f"{task.name}:judge:{role.name}", request.rid.shots, request.rid.episode
                                 ),
@@ -216,7 +224,7 @@ class JudgePanel:
         for start in range(0, len(missing), chunk):
             batch = missing[start : start + chunk]
             produced = judge.model.generate([requests[i] for i in batch])
-            self.calls[judge.judge_id] = self.calls.get(judge.judge_id, 0) + len(batch)
+            self.requests_sent[judge.judge_id] = self.requests_sent.get(judge.judge_id, 0) + len(batch)
             to_cache = []
             for i, response in zip(batch, produced, strict=True):
                 replies[i] = (response.text, response.error)
@@ -253,7 +261,7 @@ class JudgePanel:
                 values.append(value)
             failed = any(v is None for v in values)
             if failed:
-                self.failures[judge.judge_id] = self.failures.get(judge.judge_id, 0) + 1
+                self.failed_verdicts[judge.judge_id] = self.failed_verdicts.get(judge.judge_id, 0) + 1
             if role.verdict == "result_text":
                 value = None if failed else values[0]
             else:

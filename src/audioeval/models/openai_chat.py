@@ -54,6 +54,8 @@ def completion_payload(request: Request, defaults: dict[str, Any]) -> dict[str, 
     payload: dict[str, Any] = {"messages": to_openai_messages(request.messages)}
     extra: dict[str, Any] = {}
     do_sample = kwargs.pop("do_sample", None)
+    # temperature=None asks for no temperature field at all (some reasoning models accept none but their default)
+    omit_temperature = "temperature" in kwargs and kwargs["temperature"] is None
     for key, value in kwargs.items():
         if value is None:
             continue
@@ -61,7 +63,7 @@ def completion_payload(request: Request, defaults: dict[str, Any]) -> dict[str, 
             payload[_KWARG_MAP[key]] = value
         else:
             extra[key] = value
-    if do_sample is False or "temperature" not in payload:
+    if not omit_temperature and (do_sample is False or "temperature" not in payload):
         payload["temperature"] = 0.0
     if extra:
         payload["extra_body"] = extra

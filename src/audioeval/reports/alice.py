@@ -277,9 +277,9 @@ def _judge_section(ctx: ReportContext) -> str:
                 "zero). Add `--judge openai --judge_args model=...,base_url=...` to score them."
             )
         return "\n".join(lines)
-    lines += ["| judge | calls | failures |", "|---|---|---|"]
+    lines += ["| judge | requests sent | failed verdicts |", "|---|---|---|"]
     for judge_id, info in judges.items():
-        lines.append(f"| {judge_id} | {info.get('calls', 0)} | {info.get('failures', 0)} |")
+        lines.append(f"| {judge_id} | {info.get('requests_sent', 0)} | {info.get('failed_verdicts', 0)} |")
     lines.append("")
     lines.append(
         "Samples whose verdict failed (API error or unreadable reply) are excluded from the scores, not "
