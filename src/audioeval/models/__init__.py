@@ -13,6 +13,9 @@ from audioeval.models.base import Model, check_model_args
 MODEL_REGISTRY: dict[str, tuple[str, str, str | None]] = {
     "chance": ("audioeval.models.chance", "ChanceModel", None),
     "openai": ("audioeval.models.openai_chat", "OpenAIChatModel", "api"),
+    "cascade": ("audioeval.models.cascade", "CascadeModel", None),
+    "pocketsphinx": ("audioeval.models.pocketsphinx_asr", "PocketSphinxModel", None),
+    "hf-chat": ("audioeval.models.text_chat", "HFChatModel", "hf"),
 }
 
 
