@@ -30,7 +30,7 @@ PITCH = {"-10%": 38, "standard": 50, "+10%": 60}
 VOLUME = {"-10%": 90, "standard": 100, "+10%": 110}
 PAUSE_MS = 700
 RISE = (25, 45)  # percent pitch over the contour words: first word -> last word
-FALL = (-10, -30)
+FALL = (-20, -40)
 MODES = ("random", "standard")
 
 
