@@ -10,9 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 import datasets
+import numpy as np
 
 from audioeval.adu.queries import QueryItem
-from audioeval.audio.wav import decode_wav, encode_wav
+from audioeval.audio.wav import PCM16_SCALE, decode_wav, encode_wav
 from audioeval.types import AudioClip
 
 VARIATION_COLUMNS = ("speaker", "gender", "voice", "rate", "pitch", "volume", "contour", "pause")
@@ -101,9 +102,10 @@ def row_to_episode(row: dict[str, Any]) -> dict[str, Any]:
     audio = row["audio"]
     if isinstance(audio, dict) and audio.get("bytes") is not None:
         samples, rate = decode_wav(audio["bytes"])
-    else:  # a datasets AudioDecoder
+    else:  # a datasets AudioDecoder (torchcodec), which scales PCM16 by 1/32768
         decoded = audio.get_all_samples()
-        samples, rate = decoded.data.numpy().mean(axis=0), decoded.sample_rate
+        pcm = np.round(decoded.data.numpy().mean(axis=0) * 32768.0)
+        samples, rate = pcm / PCM16_SCALE, decoded.sample_rate  # back on the harness's 16-bit grid
     item = QueryItem(
         item_id=row["item_id"],
         dataset=row["dataset"],
