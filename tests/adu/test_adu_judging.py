@@ -167,3 +167,31 @@ def test_rerun_pays_for_nothing_already_judged_and_retries_failed_judgments(tmp_
         third = run(server, tmp_path, limit="3", judges=[{"model": "judge-a", "max_retries": 0}])
         assert len(server.requests) == paid + 2
         assert third["timing"]["cached_responses"] == 3
+
+
+def test_without_a_judge_scores_are_missing_and_the_report_says_why(tmp_path: Path):
+    with FakeOpenAIServer(reply=judge_reply()) as server:
+        out = run(server, tmp_path, limit="2", judges=[])
+        assert not judge_requests(server)
+    metrics = out["results"]["adu_general"]["0-shot"]
+    assert math.isnan(metrics["score"]) and metrics["score_missing"] == 2
+    report = (Path(out["run_dir"]) / "adu_bench_report.md").read_text()
+    assert "No judge was configured (pass --judge)" in report
+
+
+def test_released_layout_runs_through_task_args_and_tables_combine(
+    tmp_path: Path, upstream_dir: Path, capsys
+):
+    from audioeval.reports.adu import main as table2
+
+    with FakeOpenAIServer(reply=judge_reply("4", "6")) as server:
+        out = run(server, tmp_path, tasks="adu_skill", limit=None, task_args={"data_dir": str(upstream_dir)})
+        prompts = [prompt_text(r) for r in judge_requests(server)]
+    assert len(prompts) == 3 * 2 and any("What is inertia?" in p for p in prompts)
+    domains = json.loads((Path(out["run_dir"]) / "adu_bench_report.json").read_text())["datasets"]["skill"][
+        "domains"
+    ]
+    assert domains["physics"]["n"] == 2 and domains["mathematics"]["mean"] == 5.0
+    assert table2([out["run_dir"], out["run_dir"]]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| openai")]
+    assert len(rows) == 2 and "| 5.00 |" in rows[0]
