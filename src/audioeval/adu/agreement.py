@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from audioeval.adu.domains import DATASETS
+from audioeval.adu.jsonl import read_jsonl
 from audioeval.errors import AudioEvalError, DataError, UsageError, close_matches
 from audioeval.stats import Aggregation, stable_seed, summarize
 
@@ -57,34 +58,22 @@ def read_human(path: Path) -> list[HumanJudgment]:
     if not path.is_file():
         raise DataError(f"--human {path}: no such file.")
     out = []
-    with path.open(encoding="utf-8") as fh:
-        for number, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            where = f"{path}:{number}"
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise DataError(f"{where}: not valid JSON ({err.msg} at column {err.colno}).") from err
-            if not isinstance(obj, dict):
-                raise DataError(f'{where}: expected a JSON object such as {{"id": ..., "preference": "A"}}.')
-            unknown = set(obj) - {"id", "preference", "annotator"}
-            if unknown:
-                raise DataError(
-                    f"{where}: unknown field(s) {sorted(unknown)}; use id, preference and annotator."
-                )
-            item, pref = obj.get("id"), obj.get("preference")
-            if not isinstance(item, str) or not item:
-                raise DataError(
-                    f'{where}: `id` must be the episode_id of a sample (e.g. "skill/skill-law-02").'
-                )
-            normal = PREFERENCES.get(str(pref).strip().lower()) if isinstance(pref, str) else None
-            if normal is None:
-                raise DataError(
-                    f"{where}: preference {pref!r} must be A, B or equal (or 'A is better', 'tie', ...)."
-                )
-            annotator = obj.get("annotator")
-            out.append(HumanJudgment(item, normal, None if annotator is None else str(annotator), where))
+    for where, obj in read_jsonl(path):
+        if not isinstance(obj, dict):
+            raise DataError(f'{where}: expected a JSON object such as {{"id": ..., "preference": "A"}}.')
+        unknown = set(obj) - {"id", "preference", "annotator"}
+        if unknown:
+            raise DataError(f"{where}: unknown field(s) {sorted(unknown)}; use id, preference and annotator.")
+        item, pref = obj.get("id"), obj.get("preference")
+        if not isinstance(item, str) or not item:
+            raise DataError(f'{where}: `id` must be the episode_id of a sample (e.g. "skill/skill-law-02").')
+        normal = PREFERENCES.get(str(pref).strip().lower()) if isinstance(pref, str) else None
+        if normal is None:
+            raise DataError(
+                f"{where}: preference {pref!r} must be A, B or equal (or 'A is better', 'tie', ...)."
+            )
+        annotator = obj.get("annotator")
+        out.append(HumanJudgment(item, normal, None if annotator is None else str(annotator), where))
     if not out:
         raise DataError(f"--human {path}: the file holds no judgments.")
     return out
@@ -108,20 +97,15 @@ def read_scores(specs: list[Path], key: str) -> dict[str, tuple[str, float | Non
     out: dict[str, tuple[str, float | None]] = {}
     for spec in specs:
         for path in _samples_files(Path(spec)):
-            with path.open(encoding="utf-8") as fh:
-                for number, line in enumerate(fh, start=1):
-                    if not line.strip():
-                        continue
-                    try:
-                        record = json.loads(line)
-                        item = record["episode_id"]
-                    except (json.JSONDecodeError, KeyError, TypeError) as err:
-                        raise DataError(
-                            f"{path}:{number}: not a samples record with an episode_id ({err})."
-                        ) from err
-                    dataset = str(record.get("task", "")).removeprefix("adu_") or item.split("/", 1)[0]
-                    score = (record.get("scores") or {}).get(key)
-                    out[item] = (dataset, None if record.get("error") else score)
+            for where, record in read_jsonl(path):
+                item = record.get("episode_id") if isinstance(record, dict) else None
+                if not isinstance(item, str):
+                    raise DataError(
+                        f"{where}: not a samples record (no episode_id); pass samples_adu_*.jsonl files."
+                    )
+                dataset = str(record.get("task", "")).removeprefix("adu_") or item.split("/", 1)[0]
+                score = (record.get("scores") or {}).get(key)
+                out[item] = (dataset, None if record.get("error") else score)
     return out
 
 

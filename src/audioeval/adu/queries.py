@@ -16,13 +16,13 @@ pause or the contour selects. Every error names the file and line.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from audioeval.adu.domains import DATASETS, DOMAINS, LANGUAGES, canonical_domain
+from audioeval.adu.jsonl import read_jsonl
 from audioeval.errors import DataError, close_matches
 
 REQUIRED = ("id", "dataset", "question", "reference")
@@ -192,18 +192,7 @@ def read_query_file(path: Path) -> list[QueryItem]:
     path = Path(path)
     if not path.is_file():
         raise DataError(f"query file {path} does not exist; pass the path of a JSONL file of queries.")
-    items = []
-    with path.open(encoding="utf-8") as fh:
-        for number, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            where = f"{path}:{number}"
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise DataError(f"{where}: not valid JSON ({err.msg} at column {err.colno}).") from err
-            items.append(parse_query(obj, where))
-    return items
+    return [parse_query(obj, where) for where, obj in read_jsonl(path)]
 
 
 def check_unique(items: list[QueryItem]) -> None:

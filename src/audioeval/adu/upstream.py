@@ -12,7 +12,6 @@ Every error names the file and line.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from pathlib import Path
@@ -22,6 +21,7 @@ import numpy as np
 from scipy.signal import resample_poly
 
 from audioeval.adu.domains import DATASETS, LANGUAGES, canonical_domain, language_of_domain, slug
+from audioeval.adu.jsonl import read_jsonl
 from audioeval.adu.queries import QueryItem
 from audioeval.audio.wav import decode_wav
 from audioeval.errors import DataError
@@ -106,34 +106,25 @@ def _read_file(data_dir: Path, dataset: str, path: Path) -> list[QueryItem]:
             "%s: %r is not a known domain of %s; keeping it as a domain of its own", path, path.stem, dataset
         )
     items = []
-    with path.open(encoding="utf-8") as fh:
-        for number, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            where = f"{path}:{number}"
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise DataError(f"{where}: not valid JSON ({err.msg} at column {err.colno}).") from err
-            row = _row(obj, where)
-            domain = canonical_domain(dataset, row["category"]) if row["category"] else None
-            domain = domain or stem_domain or slug(path.stem)
-            audio = _resolve_audio(data_dir, dataset, path, row["audio"], where)
-            items.append(
-                QueryItem(
-                    item_id=f"{slug(path.stem)}-{number:05d}",
-                    dataset=dataset,
-                    domain=domain,
-                    language=_language(dataset, domain, row["audio"]),
-                    question=row["question"],
-                    reference=row["answer"],
-                    source=row["source"],
-                    category=row["category"],
-                    audio_path=audio,
-                    recorded_variation=recorded_variation(row["audio"]),
-                    origin=where,
-                )
+    for where, obj in read_jsonl(path):
+        row = _row(obj, where)
+        domain = canonical_domain(dataset, row["category"]) if row["category"] else None
+        domain = domain or stem_domain or slug(path.stem)
+        items.append(
+            QueryItem(
+                item_id=f"{slug(path.stem)}-{int(where.rsplit(':', 1)[1]):05d}",
+                dataset=dataset,
+                domain=domain,
+                language=_language(dataset, domain, row["audio"]),
+                question=row["question"],
+                reference=row["answer"],
+                source=row["source"],
+                category=row["category"],
+                audio_path=_resolve_audio(data_dir, dataset, path, row["audio"], where),
+                recorded_variation=recorded_variation(row["audio"]),
+                origin=where,
             )
+        )
     return items
 
 

@@ -10,7 +10,6 @@ voices (see docs/adu_bench.md for measured error rates).
 
 from __future__ import annotations
 
-import hashlib
 import time
 from importlib import metadata
 from pathlib import Path
@@ -22,6 +21,7 @@ from scipy.signal import resample_poly
 from audioeval.audio.wav import to_pcm16
 from audioeval.errors import ModelError
 from audioeval.models.base import Model
+from audioeval.models.fingerprint import fingerprint
 from audioeval.types import AudioClip, Request, Response
 
 RATE = 16000
@@ -33,13 +33,6 @@ def _default_paths() -> dict[str, Path]:
 
     root = Path(get_model_path()) / "en-us"
     return {"hmm": root / "en-us", "lm": root / "en-us.lm.bin", "dict": root / "cmudict-en-us.dict"}
-
-
-def _fingerprint(path: Path) -> str:
-    """Cheap identity of a model file or folder: names and sizes of its files."""
-    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
-    blob = "\n".join(f"{p.relative_to(path) if path.is_dir() else p.name}:{p.stat().st_size}" for p in files)
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 def query_clips(request: Request) -> list[AudioClip]:
@@ -93,7 +86,7 @@ class PocketSphinxModel(Model):
         return {
             "model": self.name,
             "version": metadata.version("pocketsphinx"),
-            **{key: _fingerprint(path) for key, path in self.paths.items()},
+            **{key: fingerprint(path, read_text_files=False) for key, path in self.paths.items()},
             "pad_seconds": PAD_SECONDS,
         }
 

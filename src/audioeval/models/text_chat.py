@@ -19,22 +19,11 @@ from typing import Any
 
 from audioeval.errors import ModelError
 from audioeval.models.base import Model
+from audioeval.models.fingerprint import fingerprint
 from audioeval.types import AudioPart, Request, Response
 
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 DEFAULT_MAX_NEW_TOKENS = 256
-
-
-def _folder_fingerprint(folder: Path) -> str:
-    """config.json, tokenizer files and weight file sizes: changes when the checkpoint does, cheaply."""
-    h = hashlib.sha256()
-    for path in sorted(p for p in folder.iterdir() if p.is_file()):
-        h.update(path.name.encode())
-        if path.suffix in (".json", ".jinja", ".txt", ".model"):
-            h.update(path.read_bytes())
-        else:
-            h.update(str(path.stat().st_size).encode())
-    return h.hexdigest()[:16]
 
 
 def chat_messages(request: Request) -> list[dict[str, str]]:
@@ -102,7 +91,7 @@ class HFChatModel(Model):
                 f"{self.pretrained}: the tokenizer has no chat template; pass chat_template=FILE (a Jinja file)."
             )
         folder = Path(self.pretrained).expanduser()
-        self.fingerprint = _folder_fingerprint(folder) if folder.is_dir() else None
+        self.fingerprint = fingerprint(folder) if folder.is_dir() else None
 
     @property
     def identity(self) -> dict[str, Any]:

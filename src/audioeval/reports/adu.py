@@ -84,23 +84,7 @@ def summarise(items: list[ItemScore], n_resamples: int, seed: int) -> dict[str, 
         for dom in _ordered({i.domain for i in rows}, DOMAINS.get(ds, ())):
             values = [i.scores.get("score") for i in rows if i.domain == dom]
             domains[dom] = _as_json(_summary(values, n_resamples, stable_seed(seed, ds, dom)))
-        per_judge = {}
-        for j in judges:
-            judged = [i for i in rows if i.scores.get(f"judge_failure_rate@{j}") is not None]
-            per_judge[j] = {
-                "score": _as_json(_summary([i.scores.get(f"score@{j}") for i in rows], n_resamples, seed)),
-                "ref_first": _as_json(
-                    _summary([i.scores.get(f"score_ref_first@{j}") for i in rows], 0, seed)
-                ),
-                "resp_first": _as_json(
-                    _summary([i.scores.get(f"score_resp_first@{j}") for i in rows], 0, seed)
-                ),
-                "position_bias": _as_json(
-                    _summary([i.scores.get(f"position_bias@{j}") for i in rows], n_resamples, seed)
-                ),
-                "judged": len(judged),
-                "failures": int(sum(i.scores[f"judge_failure_rate@{j}"] or 0 for i in judged)),
-            }
+        per_judge = {j: _judge_block(rows, ds, j, n_resamples, seed) for j in judges}
         datasets[ds] = {
             "score": _as_json(overall),
             "domains": domains,
@@ -117,6 +101,24 @@ def summarise(items: list[ItemScore], n_resamples: int, seed: int) -> dict[str, 
         "datasets": datasets,
         "average": average,
         "variation": _by_variation(items, n_resamples, seed),
+    }
+
+
+def _judge_block(rows: list[ItemScore], ds: str, judge: str, n_resamples: int, seed: int) -> dict[str, Any]:
+    """One judge on one dataset: its score, each order, the position bias and its failures."""
+
+    def column(key: str, resamples: int) -> dict[str, Any]:
+        values = [i.scores.get(f"{key}@{judge}") for i in rows]
+        return _as_json(_summary(values, resamples, stable_seed(seed, ds, judge, key)))
+
+    judged = [i for i in rows if i.scores.get(f"judge_failure_rate@{judge}") is not None]
+    return {
+        "score": column("score", n_resamples),
+        "ref_first": column("score_ref_first", 0),
+        "resp_first": column("score_resp_first", 0),
+        "position_bias": column("position_bias", n_resamples),
+        "judged": len(judged),
+        "failures": int(sum(i.scores[f"judge_failure_rate@{judge}"] or 0 for i in judged)),
     }
 
 
