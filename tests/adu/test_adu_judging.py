@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from adu_helpers import JUDGE_MARK, is_judge, judge_reply, response_first
+from adu_helpers import JUDGE_MARK, NotAChatServer, is_judge, judge_reply, response_first
 
 from audioeval.cli import main
 from audioeval.run import RunConfig, run_evaluation
@@ -150,6 +150,32 @@ def test_judge_failures_are_reported_and_excluded_never_zero(
         assert all(errors)
     else:
         assert metrics["score"] == 7.0 and metrics["judge_failure_rate"] == 0.0
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type"),
+    [
+        (b"<html><body>502 Bad Gateway</body></html>", "text/html"),
+        (b'{"id": "x", "oops', "application/json"),
+        (b'{"id": "x"}', "application/json"),
+    ],
+    ids=["html-page", "broken-json", "no-choices"],
+)
+def test_a_judge_endpoint_answering_garbage_is_a_counted_failure_not_a_crash(
+    tmp_path: Path, body, content_type
+):
+    with FakeOpenAIServer(reply=judge_reply()) as server, NotAChatServer(body, content_type) as garbage:
+        out = run(
+            server,
+            tmp_path,
+            limit="2",
+            judges=[{"model": "judge-a", "base_url": garbage.base_url, "max_retries": 1}],
+        )
+        assert garbage.hits == 2 * 2  # items x orders
+    assert out["judges"]["judge-a"]["failures"] == 2
+    assert out["results"]["adu_general"]["0-shot"]["score_missing"] == 2
+    errors = [s["judgments"]["holistic"]["judge-a"]["error"] for s in samples(out, "adu_general")]
+    assert all("malformed reply after 1 attempt(s)" in e for e in errors)
 
 
 def test_rerun_pays_for_nothing_already_judged_and_retries_failed_judgments(tmp_path: Path):
