@@ -169,7 +169,7 @@ def test_a_judge_endpoint_answering_garbage_is_a_counted_failure_not_a_crash(
             server,
             tmp_path,
             limit="2",
-            judges=[{"model": "judge-a", "base_url": garbage.base_url, "max_retries": 1}],
+            judges=[{"model": "judge-a", "base_url": garbage.base_url, "max_retries": 0}],
         )
         assert garbage.hits == 2 * 2  # items x orders
     assert out["judges"]["judge-a"]["failures"] == 2
