@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import math
 import sys
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from audioeval.errors import UsageError
 from audioeval.reports import ReportContext
 from audioeval.stats import Aggregation, MetricSummary, stable_seed, summarize, summarize_group
 
+log = logging.getLogger("audioeval")
 BUILDER = "adu_bench"
 VARIATION_FACTORS = ("gender", "speaker", "rate", "pitch", "volume")
 REPORT_JSON = "adu_bench_report.json"
@@ -276,6 +278,24 @@ def model_label(results: dict[str, Any]) -> str:
     return f"{model.get('name', '?')}" + (f" ({', '.join(shown)})" if shown else "")
 
 
+def _warn_about_failures(summary: dict[str, Any]) -> None:
+    """Say on the console what the tables also show: judgments that failed and empty responses."""
+    for judge in summary["judges"]:
+        blocks = [b["judges"][judge] for b in summary["datasets"].values() if judge in b["judges"]]
+        failed, judged = sum(b["failures"] for b in blocks), sum(b["judged"] for b in blocks)
+        if failed:
+            log.warning(
+                "ADU-Bench: judge %r failed on %d of %d samples; those are excluded from its scores "
+                "(errors in the samples' judgments.*.error)",
+                judge,
+                failed,
+                judged,
+            )
+    empty = sum(b["empty_responses"] for b in summary["datasets"].values())
+    if empty:
+        log.warning("ADU-Bench: %d empty model responses, scored 0 (empty_response_rate)", empty)
+
+
 def report(ctx: ReportContext) -> list[Path]:
     items = collect(ctx)
     if not items:
@@ -285,6 +305,7 @@ def report(ctx: ReportContext) -> list[Path]:
     )
     model = model_label(ctx.results)
     summary["model"] = model
+    _warn_about_failures(summary)
     png = plot(summary, model, ctx.run_dir / "adu_bench_domains.png")
     md = ctx.run_dir / "adu_bench_report.md"
     md.write_text(markdown(summary, model, png.name), encoding="utf-8")
