@@ -135,7 +135,7 @@ def test_empty_responses_score_zero_are_counted_and_cost_no_judge_call(tmp_path:
     ids=["timeout", "rate-limited", "rate-limited-then-ok", "prose-without-number"],
 )
 def test_judge_failures_are_reported_and_excluded_never_zero(
-    tmp_path: Path, faults, judge_args, reply, fails
+    tmp_path: Path, caplog, faults, judge_args, reply, fails
 ):
     with FakeOpenAIServer(reply=judge_reply(reply, reply), faults=faults) as server:
         out = run(server, tmp_path, limit="2", judges=[{"model": "judge-a", **judge_args}])
@@ -148,6 +148,7 @@ def test_judge_failures_are_reported_and_excluded_never_zero(
         assert "| ADU-General | 2 | 0 | 0 | 2 |" in report and "0/2" not in report
         errors = [s["judgments"]["holistic"]["judge-a"]["error"] for s in samples(out, "adu_general")]
         assert all(errors)
+        assert "judge 'judge-a' failed on 2 of 2 samples" in caplog.text
     else:
         assert metrics["score"] == 7.0 and metrics["judge_failure_rate"] == 0.0
 
