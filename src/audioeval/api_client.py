@@ -99,7 +99,9 @@ class ChatClient:
             async with semaphore:
                 try:
                     result = await client.chat.completions.create(model=self.settings.model, **payload)
-                    text = result.choices[0].message.content if result.choices else None
+                    if not getattr(result, "choices", None):
+                        raise ValueError(f"not a chat completion: {_short(str(result), 120)}")
+                    text = result.choices[0].message.content
                     return Completion(text or "", None, time.perf_counter() - started, attempts)
                 except openai.AuthenticationError as err:
                     raise ModelError(
@@ -118,6 +120,16 @@ class ChatClient:
                             attempts,
                         )
                     delay = _retry_after(err)
+                except (openai.APIError, ValueError, AttributeError, TypeError) as err:
+                    # a reply that is not a chat completion (an HTML page, broken JSON, no choices)
+                    reason, delay = "malformed reply", None
+                    if attempts > self.settings.max_retries:
+                        return Completion(
+                            None,
+                            f"{reason} after {attempts} attempt(s): {_short(str(err))}",
+                            time.perf_counter() - started,
+                            attempts,
+                        )
             if delay is None:
                 delay = min(self.settings.backoff_max, self.settings.backoff_base * 2 ** (attempts - 1))
                 delay *= 0.5 + random.random() / 2

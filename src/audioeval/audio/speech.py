@@ -77,6 +77,10 @@ class _Engine:
                 )
             for name, value in params.items():
                 self.lib.espeak_SetParameter(_PARAM[name], int(value), 0)
+            # Breathy (female) variants draw noise from eSpeak's generator, which is otherwise seeded
+            # differently in every process: reseed so the same input gives the same audio everywhere.
+            if hasattr(self.lib, "espeak_ng_SetRandSeed"):
+                self.lib.espeak_ng_SetRandSeed(0)
             self._chunks = []
             data = text.encode("utf-8") + b"\0"
             buf = ctypes.create_string_buffer(data)
@@ -129,7 +133,7 @@ def _synthesize_cached(
     ssml: bool,
 ) -> np.ndarray:
     key = hashlib.sha256(
-        repr((text, voice, rate, pitch, pitch_range, volume, wordgap, sampling_rate, ssml, "v1")).encode()
+        repr((text, voice, rate, pitch, pitch_range, volume, wordgap, sampling_rate, ssml, "v2")).encode()
     ).hexdigest()
     path = _cache_dir() / key[:2] / f"{key}.wav"
     if path.is_file():

@@ -17,6 +17,9 @@ MODEL_REGISTRY: dict[str, tuple[str, str, str | None]] = {
     "openai": ("audioeval.models.openai_chat", "OpenAIChatModel", "api"),
     "demo-majority": ("audioeval.models.demo_majority", "DemoMajorityModel", None),
     "knn-icl": ("audioeval.models.knn_icl", "KnnIclModel", None),
+    "cascade": ("audioeval.models.cascade", "CascadeModel", None),
+    "pocketsphinx": ("audioeval.models.pocketsphinx_asr", "PocketSphinxModel", None),
+    "hf-chat": ("audioeval.models.text_chat", "HFChatModel", "hf"),
 }
 
 

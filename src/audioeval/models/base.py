@@ -71,9 +71,19 @@ class Model(ABC):
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources (servers, GPU memory)."""
 
+    @classmethod
+    def check_args(cls, model_args: dict[str, Any]) -> None:
+        """Raise ModelError for --model_args this backend does not take. The default reads the keyword
+        arguments of __init__; composite backends (e.g. `cascade`) override it to check each stage's."""
+        check_init_args(cls, model_args)
+
 
 def check_model_args(cls: type[Model], model_args: dict[str, Any]) -> None:
     """Unknown --model_args keys are an error listing the close matches."""
+    cls.check_args(model_args)
+
+
+def check_init_args(cls: type[Model], model_args: dict[str, Any]) -> None:
     kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
     params = inspect.signature(cls.__init__).parameters
     accepted = {n for n, p in params.items() if n != "self" and p.kind in kinds} - {"batch_size", "seed"}

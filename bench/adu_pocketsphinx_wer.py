@@ -1,0 +1,60 @@
+"""How well the offline `pocketsphinx` ASR (the default first stage of `--model cascade`) hears ADU-Bench's
+built-in English queries as eSpeak NG speaks them: word error rate per speaker and per speech rate.
+
+    PYTHONPATH=src python bench/adu_pocketsphinx_wer.py [--limit N]
+
+Prints a markdown table (quoted in docs/adu_bench.md). English items of the general and skill datasets,
+each rendered with every speaker at the standard settings and at the +-10% rates.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import time
+
+import jiwer
+
+from audioeval.adu.domains import LANGUAGES
+from audioeval.adu.queries import read_query_file
+from audioeval.adu.render import SPEAKERS, Variation, render
+from audioeval.models import create_model
+from audioeval.resources import builders_dir
+from audioeval.types import AudioClip
+
+
+def normalise(text: str) -> str:
+    return " ".join(re.sub(r"[^a-z0-9' ]+", " ", text.lower()).split())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--limit", type=int, default=None, help="queries per dataset (default: all)")
+    args = parser.parse_args()
+    corpus = builders_dir() / "adu_bench" / "corpus"
+    items = [
+        i for name in ("general", "skill") for i in read_query_file(corpus / f"{name}.jsonl")[: args.limit]
+    ]
+    sphinx = create_model("pocketsphinx", {}, batch_size=1, seed=0)
+    print(f"{len(items)} English queries (general + skill)\n")
+    print("| speaker | rate | WER | seconds of audio | decode x real time |")
+    print("|---|---|---|---|---|")
+    for speaker, gender in SPEAKERS:
+        for rate in ("-10%", "standard", "+10%"):
+            variation = Variation(
+                speaker, gender, f"{LANGUAGES['en'][1]}+{speaker}", rate, "standard", "standard"
+            )
+            refs, hyps, audio_s, started = [], [], 0.0, time.perf_counter()
+            for item in items:
+                clip = AudioClip.from_array(render(item, variation, 16000), 16000)
+                audio_s += clip.seconds
+                refs.append(normalise(item.question))
+                hyps.append(normalise(sphinx.transcribe(clip)))
+            took = time.perf_counter() - started
+            print(
+                f"| {speaker} ({gender}) | {rate} | {jiwer.wer(refs, hyps):.3f} | {audio_s:.0f} | {took / audio_s:.2f} |"
+            )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,112 @@
+"""`--model pocketsphinx`: offline speech recognition with CMU PocketSphinx (the `pocketsphinx` wheel ships
+a US-English acoustic model, language model and dictionary), so nothing is downloaded.
+
+As a model it answers each request with the transcript of the query audio (the episode's query clips when
+the request carries its episode, else every clip in the request, in order), for ASR tasks and as the first
+stage of `--model cascade`. Audio is resampled to 16 kHz mono PCM16, padded with a little silence so the
+first and last words are not clipped. It recognises English only; expect rough transcripts of synthetic
+voices (see docs/adu_bench.md for measured error rates).
+"""
+
+from __future__ import annotations
+
+import time
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy.signal import resample_poly
+
+from audioeval.audio.wav import to_pcm16
+from audioeval.errors import ModelError
+from audioeval.models.base import Model
+from audioeval.models.fingerprint import fingerprint
+from audioeval.types import AudioClip, Request, Response
+
+RATE = 16000
+PAD_SECONDS = 0.2
+
+
+def _default_paths() -> dict[str, Path]:
+    from pocketsphinx import get_model_path
+
+    root = Path(get_model_path()) / "en-us"
+    return {"hmm": root / "en-us", "lm": root / "en-us.lm.bin", "dict": root / "cmudict-en-us.dict"}
+
+
+def query_clips(request: Request) -> list[AudioClip]:
+    """The clips to transcribe: the episode's query clips when known, else all clips of the request."""
+    episode = request.info.get("episode") or {}
+    clips = [c["audio"] for c in (episode.get("query") or {}).get("clips") or [] if "audio" in c]
+    return clips or request.clips
+
+
+def to_16k_pcm(clip: AudioClip) -> bytes:
+    samples = np.asarray(clip.samples, dtype=np.float32)
+    if clip.sampling_rate != RATE:
+        g = int(np.gcd(clip.sampling_rate, RATE))
+        samples = resample_poly(samples, RATE // g, clip.sampling_rate // g).astype(np.float32)
+    pad = np.zeros(int(PAD_SECONDS * RATE), dtype=np.float32)
+    return to_pcm16(np.concatenate([pad, samples, pad])).tobytes()
+
+
+class PocketSphinxModel(Model):
+    name = "pocketsphinx"
+
+    def __init__(
+        self, *, hmm: str | None = None, lm: str | None = None, dictionary: str | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(**kwargs)
+        try:
+            from pocketsphinx import Decoder
+        except ImportError as err:
+            raise ModelError(
+                "--model pocketsphinx needs the pocketsphinx package: pip install pocketsphinx"
+            ) from err
+        paths = _default_paths()
+        for key, value in (("hmm", hmm), ("lm", lm), ("dict", dictionary)):
+            if value is not None:
+                paths[key] = Path(str(value)).expanduser()
+        for key, path in paths.items():
+            if not path.exists():
+                arg = "dictionary" if key == "dict" else key
+                raise ModelError(f"--model_args {arg}={path}: no such file or folder.")
+        self.paths = paths
+        self.decoder = Decoder(
+            hmm=str(paths["hmm"]),
+            lm=str(paths["lm"]),
+            dict=str(paths["dict"]),
+            samprate=RATE,
+            loglevel="FATAL",
+        )
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        return {
+            "model": self.name,
+            "version": metadata.version("pocketsphinx"),
+            **{key: fingerprint(path, read_text_files=False) for key, path in self.paths.items()},
+            "pad_seconds": PAD_SECONDS,
+        }
+
+    def transcribe(self, clip: AudioClip) -> str:
+        self.decoder.start_utt()
+        self.decoder.process_raw(to_16k_pcm(clip), full_utt=True)
+        self.decoder.end_utt()
+        hypothesis = self.decoder.hyp()
+        return hypothesis.hypstr.strip() if hypothesis is not None else ""
+
+    def generate(self, requests: list[Request]) -> list[Response]:
+        out = []
+        for request in requests:
+            started = time.perf_counter()
+            clips = query_clips(request)
+            if not clips:
+                out.append(
+                    Response(text=None, error="pocketsphinx: the request holds no audio to transcribe")
+                )
+                continue
+            text = " ".join(t for t in (self.transcribe(c) for c in clips) if t)
+            out.append(Response(text=text, latency_s=time.perf_counter() - started))
+        return out

@@ -1,0 +1,224 @@
+"""Judging ADU-Bench end to end against the local fake OpenAI server: both orders kept and averaged, several
+judges, the correctness template for pause/intonation items, and every way a judge or a model misbehaves."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from adu_helpers import JUDGE_MARK, NotAChatServer, is_judge, judge_reply, response_first
+
+from audioeval.cli import main
+from audioeval.run import RunConfig, run_evaluation
+from audioeval.testing.fake_openai import FakeOpenAIServer, Fault, prompt_text
+
+
+def run(server: FakeOpenAIServer, tmp: Path, tasks: str = "adu_general", limit: str = "3", judges=None, **kw):
+    judges = judges if judges is not None else [{"model": "judge-a"}]
+    cfg = RunConfig(
+        tasks=tasks,
+        model="openai",
+        model_args={"model": "lalm", "base_url": server.base_url, "max_retries": 0},
+        limit=limit,
+        output_path=str(tmp / "out"),
+        log_samples=True,
+        cache_dir=str(tmp / "cache"),
+        judge=["openai"] * len(judges),
+        judge_args=[{"base_url": server.base_url, **j} for j in judges],
+        show_progress=False,
+        bootstrap_resamples=100,
+        **kw,
+    )
+    return run_evaluation(cfg)
+
+
+def samples(out: dict[str, Any], task: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (Path(out["run_dir"]) / f"samples_{task}.jsonl").open()]
+
+
+def judge_requests(server: FakeOpenAIServer) -> list[dict[str, Any]]:
+    return [r for r in server.requests if is_judge(r)]
+
+
+def test_two_judges_both_orders_averaged_with_position_bias_and_a_report(tmp_path: Path, capsys):
+    def reply(body):
+        if not is_judge(body):
+            return "Saturn has the most moons."
+        if body["model"] == "judge-a":
+            return "8" if response_first(body) else "6"
+        return "Score: 4"
+
+    with FakeOpenAIServer(reply=reply) as server:
+        code = main(
+            ["--tasks", "adu_general", "--model", "openai", "--model_args", f"model=lalm,base_url={server.base_url}",
+             "--judge", "openai", "--judge", "openai",
+             "--judge_args", f"model=judge-a,base_url={server.base_url}",
+             "--judge_args", f"model=judge-b,base_url={server.base_url}",
+             "--limit", "3", "--output_path", str(tmp_path / "out"), "--log_samples",
+             "--cache_dir", str(tmp_path / "cache"), "--bootstrap_iters", "100", "--no_progress"]
+        )  # fmt: skip
+        assert code == 0
+        assert len(judge_requests(server)) == 3 * 2 * 2  # items x orders x judges
+    printed = capsys.readouterr().out
+    run_dir = Path(printed.split("results: ")[1].split("/results.json")[0])
+    metrics = json.loads((run_dir / "results.json").read_text())["results"]["adu_general"]["0-shot"]
+    assert metrics["score@judge-a"] == 7.0 and metrics["position_bias@judge-a"] == 2.0
+    assert metrics["score_ref_first@judge-a"] == 6.0 and metrics["score_resp_first@judge-a"] == 8.0
+    assert metrics["score@judge-b"] == 4.0 and metrics["position_bias@judge-b"] == 0.0
+    assert metrics["score"] == 5.5 and metrics["judge_failure_rate"] == 0.0
+    record = json.loads((run_dir / "samples_adu_general.jsonl").open().readline())
+    verdict = record["judgments"]["holistic"]["judge-a"]
+    assert verdict["values"] == [6.0, 8.0] and verdict["value"] == 7.0 and verdict["raw"] == ["6", "8"]
+    report = (run_dir / "adu_bench_report.md").read_text()
+    assert "| judge-a | ADU-General | 7.00 | 6.00 | 8.00 | 2.00 | 0/3 |" in report
+    assert "| judge-b | ADU-General | 4.00 | 4.00 | 4.00 | 0.00 | 0/3 |" in report
+    assert (run_dir / "adu_bench_domains.png").stat().st_size > 10_000
+    summary = json.loads((run_dir / "adu_bench_report.json").read_text())
+    assert summary["datasets"]["general"]["score"]["mean"] == 5.5
+
+
+def test_pause_and_intonation_items_get_the_correctness_template_with_the_cue(tmp_path: Path):
+    with FakeOpenAIServer(reply=judge_reply("10", "0")) as server:
+        out = run(server, tmp_path, tasks="adu_ambiguity", limit="4")
+        prompts = [prompt_text(r) for r in judge_requests(server)]
+    correctness = [p for p in prompts if "Reply 10 if the response agrees" in p]
+    holistic = [p for p in prompts if "from 0 to 10" in p]
+    assert (
+        len(correctness) == 4 and len(holistic) == 4
+    )  # (intonation, pause) and (homophone, repetition), 2 orders
+    assert any("rising intonation at the end" in p for p in correctness)
+    assert any("with a pause at the mark ‖" in p for p in correctness)
+    by_domain = {s["episode_id"]: s for s in samples(out, "adu_ambiguity")}
+    assert set(by_domain["ambiguity/amb-int-01r"]["judgments"]) == {"correctness"}
+    assert set(by_domain["ambiguity/amb-hom-01"]["judgments"]) == {"holistic"}
+    assert out["results"]["adu_ambiguity"]["0-shot"]["position_bias@judge-a"] == -10.0
+
+
+def test_empty_responses_score_zero_are_counted_and_cost_no_judge_call(tmp_path: Path):
+    def reply(body):
+        if is_judge(body):
+            return "9"
+        return "   " if "<audio" in prompt_text(body) and prompt_text(body).count("a") % 2 else "An answer."
+
+    with FakeOpenAIServer(reply=reply) as server:
+        out = run(server, tmp_path, limit="6")
+        n_judged = len(judge_requests(server))
+    rows = samples(out, "adu_general")
+    empty = [s for s in rows if not s["response"].strip()]
+    assert 0 < len(empty) < len(rows)
+    assert n_judged == 2 * (len(rows) - len(empty))
+    assert all(s["scores"]["score"] == 0.0 and s["scores"]["empty_response_rate"] == 1.0 for s in empty)
+    assert all("judgments" not in s or not s["judgments"] for s in empty)
+    metrics = out["results"]["adu_general"]["0-shot"]
+    assert metrics["empty_response_rate"] == pytest.approx(len(empty) / len(rows))
+    assert metrics["score"] == pytest.approx(9.0 * (len(rows) - len(empty)) / len(rows))
+    report = (Path(out["run_dir"]) / "adu_bench_report.md").read_text()
+    assert f"| ADU-General | {len(rows)} | 0 | {len(empty)} | 0 |" in report
+
+
+@pytest.mark.parametrize(
+    ("faults", "judge_args", "reply", "fails"),
+    [
+        (
+            [Fault("hang", times=99, match=JUDGE_MARK, hang_seconds=1.5)],
+            {"timeout": 0.3, "max_retries": 0},
+            "7",
+            True,
+        ),
+        ([Fault("429", times=99, match=JUDGE_MARK, retry_after=0.01)], {"max_retries": 1}, "7", True),
+        ([Fault("429", times=2, match=JUDGE_MARK, retry_after=0.01)], {"max_retries": 3}, "7", False),
+        ([], {}, "The response is helpful and mostly accurate.", True),
+    ],
+    ids=["timeout", "rate-limited", "rate-limited-then-ok", "prose-without-number"],
+)
+def test_judge_failures_are_reported_and_excluded_never_zero(
+    tmp_path: Path, caplog, faults, judge_args, reply, fails
+):
+    with FakeOpenAIServer(reply=judge_reply(reply, reply), faults=faults) as server:
+        out = run(server, tmp_path, limit="2", judges=[{"model": "judge-a", **judge_args}])
+    metrics = out["results"]["adu_general"]["0-shot"]
+    assert out["judges"]["judge-a"]["failures"] == (2 if fails else 0)
+    if fails:
+        assert metrics["judge_failure_rate"] == 1.0 and metrics["judge_failure_rate@judge-a"] == 1.0
+        assert metrics["score_missing"] == 2 and math.isnan(metrics["score"])  # excluded, not scored 0
+        report = (Path(out["run_dir"]) / "adu_bench_report.md").read_text()
+        assert "| ADU-General | 2 | 0 | 0 | 2 |" in report and "0/2" not in report
+        errors = [s["judgments"]["holistic"]["judge-a"]["error"] for s in samples(out, "adu_general")]
+        assert all(errors)
+        assert "judge 'judge-a' failed on 2 of 2 samples" in caplog.text
+    else:
+        assert metrics["score"] == 7.0 and metrics["judge_failure_rate"] == 0.0
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type"),
+    [
+        (b"<html><body>502 Bad Gateway</body></html>", "text/html"),
+        (b'{"id": "x", "oops', "application/json"),
+        (b'{"id": "x"}', "application/json"),
+    ],
+    ids=["html-page", "broken-json", "no-choices"],
+)
+def test_a_judge_endpoint_answering_garbage_is_a_counted_failure_not_a_crash(
+    tmp_path: Path, body, content_type
+):
+    with FakeOpenAIServer(reply=judge_reply()) as server, NotAChatServer(body, content_type) as garbage:
+        out = run(
+            server,
+            tmp_path,
+            limit="2",
+            judges=[{"model": "judge-a", "base_url": garbage.base_url, "max_retries": 0}],
+        )
+        assert garbage.hits == 2 * 2  # items x orders
+    assert out["judges"]["judge-a"]["failures"] == 2
+    assert out["results"]["adu_general"]["0-shot"]["score_missing"] == 2
+    errors = [s["judgments"]["holistic"]["judge-a"]["error"] for s in samples(out, "adu_general")]
+    assert all("malformed reply after 1 attempt(s)" in e for e in errors)
+
+
+def test_rerun_pays_for_nothing_already_judged_and_retries_failed_judgments(tmp_path: Path):
+    faults = [Fault("500", times=2, match="[Assistant's response]\nA fine answer.\n\n[Reference answer]")]
+    with FakeOpenAIServer(reply=judge_reply(), faults=faults) as server:
+        first = run(server, tmp_path, limit="3", judges=[{"model": "judge-a", "max_retries": 0}])
+        assert first["judges"]["judge-a"]["failures"] == 2
+        assert first["results"]["adu_general"]["0-shot"]["score_missing"] == 2
+        paid = len(server.requests)
+        assert paid == 3 + 3 * 2
+        second = run(server, tmp_path, limit="3", judges=[{"model": "judge-a", "max_retries": 0}])
+        retried = server.requests[paid:]
+        assert len(retried) == 2 and all(response_first(r) for r in retried)  # only the two failed judgments
+        assert second["results"]["adu_general"]["0-shot"]["score"] == 8.0
+        third = run(server, tmp_path, limit="3", judges=[{"model": "judge-a", "max_retries": 0}])
+        assert len(server.requests) == paid + 2
+        assert third["timing"]["cached_responses"] == 3
+
+
+def test_without_a_judge_scores_are_missing_and_the_report_says_why(tmp_path: Path):
+    with FakeOpenAIServer(reply=judge_reply()) as server:
+        out = run(server, tmp_path, limit="2", judges=[])
+        assert not judge_requests(server)
+    metrics = out["results"]["adu_general"]["0-shot"]
+    assert math.isnan(metrics["score"]) and metrics["score_missing"] == 2
+    report = (Path(out["run_dir"]) / "adu_bench_report.md").read_text()
+    assert "No judge was configured (pass --judge)" in report
+
+
+def test_released_layout_runs_through_task_args_and_tables_combine(
+    tmp_path: Path, upstream_dir: Path, capsys
+):
+    from audioeval.reports.adu import main as table2
+
+    with FakeOpenAIServer(reply=judge_reply("4", "6")) as server:
+        out = run(server, tmp_path, tasks="adu_skill", limit=None, task_args={"data_dir": str(upstream_dir)})
+        prompts = [prompt_text(r) for r in judge_requests(server)]
+    assert len(prompts) == 3 * 2 and any("What is inertia?" in p for p in prompts)
+    domains = json.loads((Path(out["run_dir"]) / "adu_bench_report.json").read_text())["datasets"]["skill"][
+        "domains"
+    ]
+    assert domains["physics"]["n"] == 2 and domains["mathematics"]["mean"] == 5.0
+    assert table2([out["run_dir"], out["run_dir"]]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| openai")]
+    assert len(rows) == 2 and "| 5.00 |" in rows[0]
