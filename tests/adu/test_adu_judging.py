@@ -140,7 +140,7 @@ def test_judge_failures_are_reported_and_excluded_never_zero(
     with FakeOpenAIServer(reply=judge_reply(reply, reply), faults=faults) as server:
         out = run(server, tmp_path, limit="2", judges=[{"model": "judge-a", **judge_args}])
     metrics = out["results"]["adu_general"]["0-shot"]
-    assert out["judges"]["judge-a"]["failures"] == (2 if fails else 0)
+    assert out["judges"]["judge-a"]["failed_verdicts"] == (2 if fails else 0)
     if fails:
         assert metrics["judge_failure_rate"] == 1.0 and metrics["judge_failure_rate@judge-a"] == 1.0
         assert metrics["score_missing"] == 2 and math.isnan(metrics["score"])  # excluded, not scored 0
@@ -173,7 +173,7 @@ def test_a_judge_endpoint_answering_garbage_is_a_counted_failure_not_a_crash(
             judges=[{"model": "judge-a", "base_url": garbage.base_url, "max_retries": 0}],
         )
         assert garbage.hits == 2 * 2  # items x orders
-    assert out["judges"]["judge-a"]["failures"] == 2
+    assert out["judges"]["judge-a"]["failed_verdicts"] == 2
     assert out["results"]["adu_general"]["0-shot"]["score_missing"] == 2
     errors = [s["judgments"]["holistic"]["judge-a"]["error"] for s in samples(out, "adu_general")]
     assert all("malformed reply after 1 attempt(s)" in e for e in errors)
@@ -183,7 +183,7 @@ def test_rerun_pays_for_nothing_already_judged_and_retries_failed_judgments(tmp_
     faults = [Fault("500", times=2, match="[Assistant's response]\nA fine answer.\n\n[Reference answer]")]
     with FakeOpenAIServer(reply=judge_reply(), faults=faults) as server:
         first = run(server, tmp_path, limit="3", judges=[{"model": "judge-a", "max_retries": 0}])
-        assert first["judges"]["judge-a"]["failures"] == 2
+        assert first["judges"]["judge-a"]["failed_verdicts"] == 2
         assert first["results"]["adu_general"]["0-shot"]["score_missing"] == 2
         paid = len(server.requests)
         assert paid == 3 + 3 * 2
