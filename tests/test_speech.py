@@ -36,3 +36,22 @@ def test_other_languages_and_unknown_voice():
     assert len(speech.synthesize("bonjour", language="fr")) > 0
     with pytest.raises(DataError, match="no voice"):
         speech.synthesize("hello", language="xx-nonexistent")
+
+
+def test_the_same_input_gives_the_same_samples_whatever_was_spoken_before():
+    # eSpeak NG keeps state between utterances; the helper process speaks each one from a pristine state
+    engine = speech._engine()
+    params = {"rate": 160, "pitch": 50, "range": 50, "volume": 100, "wordgap": 0}
+    first = engine.synth("seven", "en+f2", params, False)
+    engine.synth("a long and different sentence first", "en+m1", dict(params, rate=300), False)
+    assert np.array_equal(first, engine.synth("seven", "en+f2", params, False))
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, numpy as np; from audioeval.audio import speech;"
+        "p={'rate':160,'pitch':50,'range':50,'volume':100,'wordgap':0};"
+        "sys.stdout.buffer.write(speech._engine().synth('seven','en+f2',p,False).tobytes())"
+    )
+    other = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True, timeout=60).stdout
+    assert np.array_equal(first, np.frombuffer(other, dtype=np.float32))

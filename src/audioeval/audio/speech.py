@@ -1,5 +1,6 @@
 """Offline speech synthesis with eSpeak NG (the library and voice data ship in the `espeakng-loader` wheel),
-called through ctypes in synchronous mode with a synth callback.
+called through ctypes in synchronous mode with a synth callback — in a helper process that forks a fresh child
+per utterance (espeak_zygote.py), because the library carries state from one utterance to the next.
 
     synthesize(text, voice="en", variant="m3", rate=160, pitch=50, sampling_rate=16000, ssml=False) -> np.ndarray
 
@@ -10,9 +11,13 @@ library version, mono float32 on the 16-bit grid.
 
 from __future__ import annotations
 
-import ctypes
+import atexit
 import hashlib
+import json
 import os
+import struct
+import subprocess
+import sys
 import threading
 from functools import lru_cache
 from pathlib import Path
@@ -23,76 +28,55 @@ from scipy.signal import resample_poly
 from audioeval.audio.wav import decode_wav, encode_wav, quantize
 from audioeval.errors import DataError
 
-# espeak_AUDIO_OUTPUT, espeak_PARAMETER and flag values from speak_lib.h
-_AUDIO_OUTPUT_SYNCHRONOUS = 2
-_PARAM = {"rate": 1, "volume": 2, "pitch": 3, "range": 4, "wordgap": 7}
-_CHARS_UTF8 = 1
-_SSML = 0x10
-_EE_OK = 0
-
 MALE_VARIANTS = ("m1", "m2", "m3", "m4", "m5", "m6", "m7")
 FEMALE_VARIANTS = ("f1", "f2", "f3", "f4", "f5")
 
-_SYNTH_CALLBACK = ctypes.CFUNCTYPE(
-    ctypes.c_int, ctypes.POINTER(ctypes.c_short), ctypes.c_int, ctypes.c_void_p
-)
-
 
 class _Engine:
-    """The process-wide eSpeak NG instance (the library keeps global state, so calls are serialized)."""
+    """The eSpeak NG helper process (see espeak_zygote.py): one per process, started on first use."""
 
     def __init__(self) -> None:
-        import espeakng_loader
-
-        self.lib = ctypes.CDLL(espeakng_loader.get_library_path())
-        data = espeakng_loader.get_data_path().encode()
-        self.native_rate = self.lib.espeak_Initialize(_AUDIO_OUTPUT_SYNCHRONOUS, 0, ctypes.c_char_p(data), 0)
-        if self.native_rate <= 0:
-            raise DataError("eSpeak NG failed to initialise; reinstall the espeakng-loader package.")
-        self._chunks: list[np.ndarray] = []
-        self._callback = _SYNTH_CALLBACK(self._collect)
-        self.lib.espeak_SetSynthCallback(self._callback)
-        self.lib.espeak_Synth.argtypes = [
-            ctypes.c_void_p,
-            ctypes.c_size_t,
-            ctypes.c_uint,
-            ctypes.c_int,
-            ctypes.c_uint,
-            ctypes.c_uint,
-            ctypes.c_void_p,
-            ctypes.c_void_p,
-        ]
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "audioeval.audio.espeak_zygote"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        header = self.proc.stdout.read(4)
+        if len(header) != 4 or struct.unpack("<i", header)[0] <= 0:
+            raise DataError(
+                "eSpeak NG failed to initialise (python -m audioeval.audio.espeak_zygote shows why); "
+                "reinstall the espeakng-loader package."
+            )
+        self.native_rate = struct.unpack("<i", header)[0]
         self.lock = threading.Lock()
-
-    def _collect(self, wav: ctypes.POINTER(ctypes.c_short), n: int, _events: ctypes.c_void_p) -> int:
-        if wav and n > 0:
-            self._chunks.append(np.ctypeslib.as_array(wav, shape=(n,)).copy())
-        return 0
+        atexit.register(self.close)
 
     def synth(self, text: str, voice_name: str, params: dict[str, int], ssml: bool) -> np.ndarray:
+        request = json.dumps({"text": text, "voice": voice_name, "params": params, "ssml": ssml}) + "\n"
         with self.lock:
-            if self.lib.espeak_SetVoiceByName(voice_name.encode()) != _EE_OK:
-                raise DataError(
-                    f"eSpeak NG has no voice {voice_name!r}; use a language code such as en, fr, de, es, cmn."
+            if self.proc.poll() is not None:
+                raise DataError("the eSpeak NG helper process has stopped; restart the run.")
+            self.proc.stdin.write(request.encode())
+            self.proc.stdin.flush()
+            status, length = struct.unpack("<BQ", self.proc.stdout.read(9))
+            payload = self.proc.stdout.read(length)
+        if status != 0:
+            message = payload.decode(errors="replace")
+            if "no voice" in message:
+                message += (
+                    "; use a language code such as en, fr, de, es, cmn, optionally with +m1..m7 or +f1..f5"
                 )
-            for name, value in params.items():
-                self.lib.espeak_SetParameter(_PARAM[name], int(value), 0)
-            # Breathy (female) variants draw noise from eSpeak's generator, which is otherwise seeded
-            # differently in every process: reseed so the same input gives the same audio everywhere.
-            if hasattr(self.lib, "espeak_ng_SetRandSeed"):
-                self.lib.espeak_ng_SetRandSeed(0)
-            self._chunks = []
-            data = text.encode("utf-8") + b"\0"
-            buf = ctypes.create_string_buffer(data)
-            flags = _CHARS_UTF8 | (_SSML if ssml else 0)
-            status = self.lib.espeak_Synth(buf, len(data), 0, 0, 0, flags, None, None)
-            if status != _EE_OK:
-                raise DataError(f"eSpeak NG could not synthesise {text[:60]!r} (status {status}).")
-            self.lib.espeak_Synchronize()
-            chunks, self._chunks = self._chunks, []
-        if not chunks:
-            return np.zeros(0, dtype=np.float32)
-        return np.concatenate(chunks).astype(np.float32) / 32768.0
+            raise DataError(f"{message} (text {text[:60]!r}).")
+        return np.frombuffer(payload, dtype="<i2").astype(np.float32) / 32768.0
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
 
 
 @lru_cache(maxsize=1)
@@ -133,7 +117,7 @@ def _synthesize_cached(
     ssml: bool,
 ) -> np.ndarray:
     key = hashlib.sha256(
-        repr((text, voice, rate, pitch, pitch_range, volume, wordgap, sampling_rate, ssml, "v2")).encode()
+        repr((text, voice, rate, pitch, pitch_range, volume, wordgap, sampling_rate, ssml, "v3")).encode()
     ).hexdigest()
     path = _cache_dir() / key[:2] / f"{key}.wav"
     if path.is_file():
