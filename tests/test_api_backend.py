@@ -126,3 +126,14 @@ def test_run_counts_api_failures_and_never_writes_the_key(toy_dir, tmp_path, mon
 
     with sqlite3.connect(tmp_path / "c" / "responses.sqlite") as db:
         assert db.execute("SELECT COUNT(*) FROM responses").fetchone()[0] == 3  # failures are never cached
+
+
+def test_token_limit_field_for_newer_models():
+    with FakeOpenAIServer() as server:
+        model = OpenAIChatModel(
+            model="m", base_url=server.base_url, token_limit_field="max_completion_tokens"
+        )
+        model.generate([_request("q", max_new_tokens=9)])
+    assert server.requests[0]["max_completion_tokens"] == 9 and "max_tokens" not in server.requests[0]
+    with pytest.raises(ModelError, match="token_limit_field"):
+        OpenAIChatModel(model="m", base_url=server.base_url, token_limit_field="tokens")

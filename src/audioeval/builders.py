@@ -25,6 +25,7 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import json
+import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -240,7 +241,10 @@ def make_builder(
         raise ConfigError(
             f"{source or name}: " + unknown_name_message(f"argument of builder {name!r}", bad, allowed)
         )
-    builder = cls(config_name=config_name, **kwargs)
+    # datasets writes lock files under the builder's cache folder even when nothing is prepared: keep them
+    # beside audioeval's own cache rather than in the user's Hugging Face cache
+    cache = Path(os.environ.get("AUDIOEVAL_CACHE", Path.home() / ".cache" / "audioeval")) / "datasets"
+    builder = cls(config_name=config_name, cache_dir=str(cache), **kwargs)
     if not isinstance(builder, EpisodeBuilder):
         raise ConfigError(f"builder {name!r} does not derive from audioeval.builders.EpisodeBuilder.")
     builder.validate()

@@ -49,7 +49,11 @@ def to_openai_messages(
     return out
 
 
-def completion_payload(request: Request, defaults: dict[str, Any]) -> dict[str, Any]:
+def completion_payload(
+    request: Request, defaults: dict[str, Any], token_limit_field: str = "max_tokens"
+) -> dict[str, Any]:
+    """Chat Completions fields for a request. `token_limit_field` names the field that carries the token limit:
+    `max_tokens`, or `max_completion_tokens` for endpoints (newer OpenAI models) that refuse the former."""
     kwargs = {**defaults, **request.gen_kwargs}
     payload: dict[str, Any] = {"messages": to_openai_messages(request.messages)}
     extra: dict[str, Any] = {}
@@ -60,7 +64,8 @@ def completion_payload(request: Request, defaults: dict[str, Any]) -> dict[str, 
         if value is None:
             continue
         if key in _KWARG_MAP:
-            payload[_KWARG_MAP[key]] = value
+            field = _KWARG_MAP[key]
+            payload[token_limit_field if field == "max_tokens" else field] = value
         else:
             extra[key] = value
     if not omit_temperature and (do_sample is False or "temperature" not in payload):
@@ -83,8 +88,14 @@ class OpenAIChatModel(Model):
         max_retries: int = 6,
         timeout: float = 120.0,
         max_tokens: int | None = None,
+        token_limit_field: str = "max_tokens",
         **kwargs: Any,
     ) -> None:
+        if token_limit_field not in ("max_tokens", "max_completion_tokens"):
+            raise ModelError(
+                f"--model_args token_limit_field={token_limit_field}: use max_tokens or max_completion_tokens."
+            )
+        self.token_limit_field = token_limit_field
         super().__init__(**kwargs)
         self.settings = EndpointSettings(
             model=model,
@@ -104,6 +115,7 @@ class OpenAIChatModel(Model):
             "endpoint_model": self.settings.model,
             "base_url": self.settings.base_url,
             "defaults": self.defaults,
+            "token_limit_field": self.token_limit_field,
         }
 
     @property
@@ -115,7 +127,7 @@ class OpenAIChatModel(Model):
         return max(self.batch_size, self.settings.num_concurrent * 2)
 
     def generate(self, requests: list[Request]) -> list[Response]:
-        payloads = [completion_payload(r, self.defaults) for r in requests]
+        payloads = [completion_payload(r, self.defaults, self.token_limit_field) for r in requests]
         completions = self.client.complete_many(payloads)
         return [
             Response(
