@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from audioeval.reports import ReportContext
-from audioeval.stats import stable_seed
+from audioeval.stats import Aggregation, stable_seed, summarize
 
 GROUP_A = ("asr", "ser", "gr", "mmau")
 GROUP_B = ("asr", "ser", "gr")
@@ -71,20 +71,12 @@ def item_values(rows: list[Any], metric: str, setting: str) -> list[float]:
 
 
 def bootstrap_mean(values: list[float], n_resamples: int, seed: int) -> dict[str, Any]:
-    """Mean with a 95% percentile bootstrap interval over items."""
-    arr = np.asarray(values, dtype=np.float64)
-    if not len(arr):
+    """Mean with a 95% percentile bootstrap interval over items (the harness's own bootstrap)."""
+    if not values:
         return {"value": None, "ci95": [None, None], "n": 0}
-    value = float(arr.mean())
-    if n_resamples <= 0 or len(arr) < 2:
-        return {"value": value, "ci95": [value, value], "n": len(arr)}
-    rng = np.random.default_rng(seed)
-    means = np.empty(n_resamples)
-    for start in range(0, n_resamples, 1000):
-        stop = min(start + 1000, n_resamples)
-        means[start:stop] = arr[rng.integers(0, len(arr), size=(stop - start, len(arr)))].mean(axis=1)
-    lo, hi = np.percentile(means, [2.5, 97.5])
-    return {"value": value, "ci95": [float(lo), float(hi)], "n": len(arr)}
+    column = {"x": np.asarray(values, dtype=np.float64)}
+    s = summarize(column, Aggregation("mean", ("x",)), n_resamples, seed, keep_distribution=False)
+    return {"value": s.value, "ci95": s.ci95, "n": s.n}
 
 
 def fcr_cells(ctx: ReportContext, metric: str = "format_strict") -> list[dict[str, Any]]:
