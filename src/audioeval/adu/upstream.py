@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.signal import resample_poly
 
 from audioeval.adu.domains import DATASETS, LANGUAGES, canonical_domain, language_of_domain, slug
 from audioeval.adu.jsonl import read_jsonl
 from audioeval.adu.queries import QueryItem
+from audioeval.audio.dsp import resample
 from audioeval.audio.wav import decode_wav
 from audioeval.errors import DataError
 
@@ -141,7 +141,4 @@ def _language(dataset: str, domain: str, audio: str) -> str:
 def load_clip(path: Path, sampling_rate: int, where: str) -> np.ndarray:
     """A WAV file as mono float32 at `sampling_rate`."""
     samples, rate = decode_wav(path.read_bytes(), f"{where} ({path})")
-    if rate != sampling_rate:
-        g = int(np.gcd(rate, sampling_rate))
-        samples = resample_poly(samples, sampling_rate // g, rate // g).astype(np.float32)
-    return samples
+    return resample(samples, rate, sampling_rate)

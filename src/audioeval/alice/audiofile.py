@@ -6,8 +6,8 @@ from functools import cache, lru_cache
 from pathlib import Path
 
 import numpy as np
-from scipy.signal import resample_poly
 
+from audioeval.audio.dsp import resample
 from audioeval.audio.wav import decode_wav
 from audioeval.errors import DataError
 
@@ -33,10 +33,7 @@ def _decode(path: Path) -> tuple[np.ndarray, int]:
 @lru_cache(maxsize=256)
 def _load_cached(path: str, mtime_ns: int, size: int, sampling_rate: int) -> np.ndarray:
     samples, rate = _decode(Path(path))
-    if rate != sampling_rate:
-        g = np.gcd(rate, sampling_rate)
-        samples = resample_poly(samples, sampling_rate // g, rate // g)
-    samples = np.asarray(samples, dtype=np.float32)
+    samples = np.array(resample(samples, rate, sampling_rate), dtype=np.float32)
     samples.setflags(write=False)
     return samples
 

@@ -23,8 +23,8 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
-from scipy.signal import resample_poly
 
+from audioeval.audio.dsp import resample
 from audioeval.audio.wav import decode_wav, encode_wav, quantize
 from audioeval.errors import DataError
 
@@ -93,13 +93,6 @@ def _cache_dir() -> Path:
     return root / "speech"
 
 
-def _resample(x: np.ndarray, src: int, dst: int) -> np.ndarray:
-    if src == dst or not len(x):
-        return x
-    g = np.gcd(src, dst)
-    return resample_poly(x, dst // g, src // g).astype(np.float32)
-
-
 def voice_name(language: str = "en", variant: str | None = None) -> str:
     return f"{language}+{variant}" if variant else language
 
@@ -126,7 +119,7 @@ def _synthesize_cached(
     engine = _engine()
     params = {"rate": rate, "pitch": pitch, "range": pitch_range, "volume": volume, "wordgap": wordgap}
     raw = engine.synth(text, voice, params, ssml)
-    samples = quantize(_resample(raw, engine.native_rate, sampling_rate))
+    samples = quantize(resample(raw, engine.native_rate, sampling_rate))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")

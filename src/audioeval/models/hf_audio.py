@@ -4,24 +4,14 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from math import gcd
 from typing import Any
 
 import numpy as np
-from scipy.signal import resample_poly
 
+from audioeval.audio.dsp import resample
 from audioeval.types import AudioClip
 
 log = logging.getLogger("audioeval")
-
-
-def resample(samples: np.ndarray, src_rate: int, dst_rate: int) -> np.ndarray:
-    """Polyphase resampling (scipy's anti-aliasing FIR); a no-op when the rates match."""
-    x = np.asarray(samples, dtype=np.float32)
-    if src_rate == dst_rate:
-        return x
-    g = gcd(int(src_rate), int(dst_rate))
-    return resample_poly(x, int(dst_rate) // g, int(src_rate) // g).astype(np.float32)
 
 
 @dataclass

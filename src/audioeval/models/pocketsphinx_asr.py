@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.signal import resample_poly
 
+from audioeval.audio.dsp import resample
 from audioeval.audio.wav import to_pcm16
 from audioeval.errors import ModelError
 from audioeval.models.base import Model
@@ -43,10 +43,7 @@ def query_clips(request: Request) -> list[AudioClip]:
 
 
 def to_16k_pcm(clip: AudioClip) -> bytes:
-    samples = np.asarray(clip.samples, dtype=np.float32)
-    if clip.sampling_rate != RATE:
-        g = int(np.gcd(clip.sampling_rate, RATE))
-        samples = resample_poly(samples, RATE // g, clip.sampling_rate // g).astype(np.float32)
+    samples = resample(clip.samples, clip.sampling_rate, RATE)
     pad = np.zeros(int(PAD_SECONDS * RATE), dtype=np.float32)
     return to_pcm16(np.concatenate([pad, samples, pad])).tobytes()
 
