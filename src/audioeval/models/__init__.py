@@ -17,6 +17,7 @@ MODEL_REGISTRY: dict[str, tuple[str, str, str | None]] = {
     "openai": ("audioeval.models.openai_chat", "OpenAIChatModel", "api"),
     "demo-majority": ("audioeval.models.demo_majority", "DemoMajorityModel", None),
     "knn-icl": ("audioeval.models.knn_icl", "KnnIclModel", None),
+    "dsp-oracle": ("audioeval.models.dsp_oracle", "DspOracleModel", None),
 }
 
 
