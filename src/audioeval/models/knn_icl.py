@@ -107,7 +107,9 @@ class KnnIclModel(DemoMajorityModel):
         out = []
         for request in requests:
             start = time.perf_counter()
-            view = episode_view(request, self.name) if request.info.get("episode") or request.rid.shots else None
+            view = (
+                episode_view(request, self.name) if request.info.get("episode") or request.rid.shots else None
+            )
             examples = view.examples + view.context_examples if view is not None else []
             if not examples:
                 answer = self._pick(request, list(request.choices or ()))

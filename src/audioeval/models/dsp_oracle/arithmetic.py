@@ -6,8 +6,9 @@ matching, and induce both the digits and the operators from the demos' results.
    one near-identical island (normalised cross-correlation >= 0.98) in every demo clip. One such sound per clip
    for AudioOperator, two (told apart by the sound itself) for AudioOperatorHard.
 2. Digits. Between the operator sounds lie the spoken digits. Every digit of every clip is compared with every
-   other by dynamic time warping of MFCCs, and the digits are clustered (average linkage); the cut of the
-   dendrogram is taken at its widest gap, or at the next widest when the demos cannot be explained with it.
+   other by dynamic time warping of MFCCs, and the digits are clustered (average linkage); the dendrogram is
+   cut at its largest jump in merge distance (as a ratio), or at the next largest when the demos cannot be
+   explained with that cut.
 3. Induction. Nobody tells the oracle which digit a cluster is or which operator a sound means: it searches the
    assignments of the digits 0-9 to clusters (distinct clusters, distinct digits) and of +, - and x to the
    operator sounds (x before + and -) under which every demo evaluates to its label, and every assignment that
@@ -186,10 +187,13 @@ class ArithmeticMethod(Method):
         for i, j in itertools.combinations(range(n), 2):
             distances[i, j] = distances[j, i] = self._distance(digits[i], digits[j])
         tree = linkage(squareform(distances, checks=False), "average")
-        heights = np.concatenate([[0.0], tree[:, 2]])
-        # cut between consecutive merge heights, widest gap first; above the top merge (one digit) last
-        cuts = sorted(range(1, len(heights)), key=lambda i: -(heights[i] - heights[i - 1]))
-        thresholds = [(heights[i] + heights[i - 1]) / 2 for i in cuts] + [heights[-1] + 1.0]
+        heights = tree[:, 2]
+        # cut between consecutive merge heights, the largest jump (as a ratio: distances have no natural
+        # unit) first; below the first merge (every digit different) and above the last (all one digit) last
+        jumps = sorted(range(1, len(heights)), key=lambda i: -heights[i] / max(heights[i - 1], 1e-9))
+        thresholds = [(heights[i] + heights[i - 1]) / 2 for i in jumps]
+        if len(heights):
+            thresholds += [heights[0] / 2, heights[-1] + 1.0]
         operator_ids = [tuple(s for s, _, _ in clip_sounds) for clip_sounds in sounds]
         reasons = []
         for threshold in thresholds:
