@@ -10,6 +10,7 @@ info (`samples_<task>.jsonl`, field `response_info.dsp_oracle.fallback`).
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
@@ -41,6 +42,8 @@ METHODS: dict[str, type[Method]] = {task: cls for cls in METHOD_CLASSES for task
 #: bump when a method changes what it answers, so cached responses of the old version are not reused
 VERSION = 1
 NO_DEMOS = "k=0: no demonstrations to calibrate on; uniform draw from the label space"
+
+log = logging.getLogger("audioeval")
 
 
 def _config_of(task_name: str, builder_config: str | None) -> str | None:
@@ -92,6 +95,19 @@ class DspOracleModel(Model):
             raise ModelError(
                 f"{source}: model 'dsp-oracle' answers k=0 of {request.rid.task!r} with a draw from the label "
                 "space, but the task declares none; add `label_space:` or drop k=0 (--num_fewshot)."
+            )
+
+    def prepare(self, tasks: list[Any]) -> None:
+        drawn = [
+            t.name
+            for t in tasks
+            if 0 in t.shots and METHODS[_config_of(t.name, t.config.builder_config) or ""].needs_demos
+        ]
+        if drawn:
+            log.info(
+                "dsp-oracle: k=0 of %s is answered by a uniform draw from the label space (no demos to calibrate "
+                "on); with --log_samples each sample's response_info.dsp_oracle says how its answer was reached.",
+                ", ".join(drawn),
             )
 
     def _draw(self, request: Request) -> str:
