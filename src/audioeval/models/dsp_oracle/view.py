@@ -40,10 +40,6 @@ class OracleView:
     demos: tuple[Shot, ...]
     query: Shot
 
-    @property
-    def sampling_rate(self) -> int:
-        return self.query.clips[-1].sampling_rate
-
 
 def _clip(raw: dict) -> Clip:
     audio = raw["audio"]
