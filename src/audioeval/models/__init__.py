@@ -20,6 +20,7 @@ MODEL_REGISTRY: dict[str, tuple[str, str, str | None]] = {
     "cascade": ("audioeval.models.cascade", "CascadeModel", None),
     "pocketsphinx": ("audioeval.models.pocketsphinx_asr", "PocketSphinxModel", None),
     "hf-chat": ("audioeval.models.text_chat", "HFChatModel", "hf"),
+    "dsp-oracle": ("audioeval.models.dsp_oracle", "DspOracleModel", None),
 }
 
 

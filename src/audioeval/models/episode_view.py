@@ -1,9 +1,10 @@
-"""What the non-LLM baselines see of a request: the k demonstrations shown, their labels, and the query
-clip to label. Built from `request.info["episode"]`, which the evaluator attaches to every request."""
+"""What the non-LLM baselines see of a request: the k demonstrations shown, their labels, the labelled
+context clips that can serve as examples, and the query clip to label. Built from `request.info["episode"]`,
+which the evaluator attaches to every request."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from audioeval.errors import ModelError
@@ -21,6 +22,9 @@ class EpisodeView:
     demos: list[dict[str, Any]]  # the first k demos
     examples: list[LabeledClip]  # labelled training clips derived from the demos
     target: AudioClip  # the query clip whose label is asked for
+    # labelled context clips whose label is a possible answer (the Morse A-Z bank for a one-letter query);
+    # shown at every k, including k=0
+    context_examples: list[LabeledClip] = field(default_factory=list)
 
     @property
     def labels(self) -> list[str]:
@@ -40,8 +44,9 @@ def episode_view(request: Request, model_name: str) -> EpisodeView:
     if target_clip is None:
         raise ModelError(f"model {model_name!r}: the query of task {request.rid.task!r} has no audio clip.")
     role = target_clip.get("role")
-    # Training clips: the demos' clips in the query's role, labelled with the demo's label (single-clip tasks,
-    # AudioRemap's MIX); otherwise every demo clip that carries its own label (AnomalyDetect's Normal/Anomalous).
+    # Training clips: the demos' clips in the query's role, labelled with the demo's label (AudioRemap's MIX);
+    # otherwise every demo clip that carries its own label (single-clip tasks, whose demo clips carry the demo's
+    # label, and AnomalyDetect's Normal/Anomalous recordings).
     examples = [
         LabeledClip(c["audio"], str(d["label"]))
         for d in demos
@@ -55,4 +60,12 @@ def episode_view(request: Request, model_name: str) -> EpisodeView:
             for c in d.get("clips") or []
             if c.get("label") not in (None, "")
         ]
-    return EpisodeView(demos=demos, examples=examples, target=target_clip["audio"])
+    answers = set(request.choices or ())
+    context_examples = [
+        LabeledClip(c["audio"], str(c["label"]))
+        for c in episode.get("context") or []
+        if c.get("label") not in (None, "") and str(c["label"]) in answers
+    ]
+    return EpisodeView(
+        demos=demos, examples=examples, target=target_clip["audio"], context_examples=context_examples
+    )

@@ -1,7 +1,9 @@
 """`knn-icl`: an in-context learner without language. Each clip becomes a fixed-length embedding (log-mel /
 MFCC statistics, or a local CLAP checkpoint's audio embedding); the query is predicted from the episode's
 demonstrations only — nearest neighbour for categorical labels, ridge regression over the demo labels for
-numeric ones (rounded to an integer). With no demonstrations it draws from the task's label space."""
+numeric ones (rounded to an integer). Labelled context clips whose label is a possible answer (the Morse A-Z
+bank for MorseLetter) are examples too, at every k. With no examples at all (k=0 and no such context) it draws
+from the task's label space."""
 
 from __future__ import annotations
 
@@ -97,6 +99,7 @@ class KnnIclModel(DemoMajorityModel):
             "model": self.name,
             "seed": self.seed,
             "embedding": self.clap_path or "mfcc-stats-v1",
+            "examples": "demos+answer-context",  # labelled context clips whose label is an answer count too
             "ridge_alpha": self.ridge_alpha,
         }
 
@@ -104,13 +107,16 @@ class KnnIclModel(DemoMajorityModel):
         out = []
         for request in requests:
             start = time.perf_counter()
-            view = episode_view(request, self.name) if request.rid.shots else None
-            if view is None or not view.examples:
+            view = (
+                episode_view(request, self.name) if request.info.get("episode") or request.rid.shots else None
+            )
+            examples = view.examples + view.context_examples if view is not None else []
+            if not examples:
                 answer = self._pick(request, list(request.choices or ()))
             else:
-                train = np.stack([self.embed(e.clip) for e in view.examples])
+                train = np.stack([self.embed(e.clip) for e in examples])
                 query = self.embed(view.target)
-                labels = view.labels
+                labels = [e.label for e in examples]
                 if all(_is_integer(label) for label in labels) and len(set(labels)) > 1:
                     values = np.array([int(label) for label in labels], dtype=np.float64)
                     answer = str(int(round(ridge_predict(train, values, query, self.ridge_alpha))))
