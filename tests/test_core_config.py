@@ -100,7 +100,7 @@ def test_unknown_task_arg_lists_declared_parameters(toy_dir):
 
 
 def test_task_arg_outside_choices(toy_dir):
-    with pytest.raises(ConfigError, match=r"parameter 'style' must be one of \['plain', 'terse'\]"):
+    with pytest.raises(ConfigError, match=r"parameter 'style' must be one of: plain, terse; got 'loud'"):
         _prepare(toy_dir, "toy_tones", task_args={"style": "loud"})
 
 
@@ -218,3 +218,18 @@ def test_audio_followed_by_text_starting_like_a_marker(tmp_path):
         "TextPart",
     ]
     assert message.text == "Tab 1TellTell"
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [
+        ("--limit", "abc", "--limit must be a count"),
+        ("--batch_size", "0", "--batch_size must be at least 1"),
+        ("--gen_kwargs", "temperature", "for example --gen_kwargs max_new_tokens=64"),
+    ],
+)
+def test_bad_flag_values_are_clear_errors(toy_dir, flag, value, message):
+    code, _, err = run_cli(
+        ["--tasks", "toy_tones", "--include_path", str(toy_dir), "--model", "chance", flag, value]
+    )
+    assert code == 2 and message in err and "Traceback" not in err

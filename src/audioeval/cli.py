@@ -88,6 +88,8 @@ def setup_logging(verbosity: str) -> None:
 def cmd_run(argv: list[str]) -> int:
     args = run_parser().parse_args(argv)
     setup_logging(args.verbosity)
+    if args.batch_size < 1:
+        raise UsageError(f"--batch_size must be at least 1, got {args.batch_size}.")
     if args.tasks.strip() == "list":
         from audioeval.registry import TaskRegistry
 

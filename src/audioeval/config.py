@@ -103,9 +103,8 @@ class TaskParameter:
                     f"{source}: parameter {self.name!r} expects {self.type}, got {value!r}."
                 ) from err
         if self.choices is not None and value not in self.choices:
-            raise ConfigError(
-                f"{source}: parameter {self.name!r} must be one of {self.choices}, got {value!r}."
-            )
+            shown = ", ".join("null" if c is None else str(c) for c in self.choices)
+            raise ConfigError(f"{source}: parameter {self.name!r} must be one of: {shown}; got {value!r}.")
         return value
 
 

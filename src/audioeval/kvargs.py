@@ -48,6 +48,15 @@ def _split_top_level(text: str) -> list[str]:
     return parts
 
 
+_EXAMPLES = {
+    "--model_args": "pretrained=/models/qwen2-audio,dtype=bfloat16",
+    "--gen_kwargs": "max_new_tokens=64,temperature=0",
+    "--task_args": "prompt_style=general,n_episodes=50",
+    "--judge_args": "model=gpt-4o,base_url=http://127.0.0.1:8000/v1",
+    "--builder_args": "seed=3,morse_wpm=25",
+}
+
+
 def parse_kv(text: str | None, flag: str) -> dict[str, Any]:
     """Parse `k=v,k2=v2`. An empty or missing string gives {}."""
     if text is None or not text.strip():
@@ -60,9 +69,10 @@ def parse_kv(text: str | None, flag: str) -> dict[str, Any]:
         key, sep, value = item.partition("=")
         key = key.strip()
         if not sep or not key or not key.replace("_", "a").replace(".", "a").replace("-", "a").isalnum():
+            example = _EXAMPLES.get(flag, "key=value,key2=value2")
             raise UsageError(
                 f"{flag}: cannot read {item!r} in {text!r}. Expected the form key=value,key2=value2 "
-                f"(for example {flag} pretrained=/models/qwen2-audio,dtype=bfloat16)."
+                f"(for example {flag} {example})."
             )
         if key in result:
             raise UsageError(f"{flag}: the key {key!r} is given twice in {text!r}.")

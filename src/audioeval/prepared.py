@@ -69,7 +69,12 @@ class PreparedTask:
 def resolve_limit(limit: str | float | int | None, total: int) -> int:
     if limit is None:
         return total
-    value = float(limit)
+    try:
+        value = float(limit)
+    except (TypeError, ValueError) as err:
+        raise UsageError(
+            f"--limit must be a count such as 50 or a fraction such as 0.1, got {limit!r}."
+        ) from err
     if value <= 0:
         raise UsageError(f"--limit must be positive, got {limit!r}.")
     if value < 1.0:
