@@ -52,7 +52,9 @@ class Model(ABC):
         """Raise when this backend cannot answer a task's requests (run in preflight, before loading)."""
         if cls.needs_choices and not request.choices:
             raise ModelError(
-                f"{source}: model {cls.name!r} needs the task's label space; add `label_space:`."
+                f"{source}: model {cls.name!r} draws its answers from a task's label space, and task "
+                f"{request.rid.task!r} declares none (it is open-ended). Evaluate it with a generative model "
+                "(hf, openai, vllm, cascade), or give the task a `label_space:` if its answers form a closed set."
             )
 
     @property
