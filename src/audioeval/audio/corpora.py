@@ -19,24 +19,13 @@ from pathlib import Path
 
 import numpy as np
 
+from audioeval.audio.distractors import CATEGORIES as ESC50_CATEGORIES
 from audioeval.audio.dsp import resample
 from audioeval.errors import DataError
 
 AUDIO_SUFFIXES = (".wav", ".flac", ".ogg")
 ESC50_DISTRACTOR_TARGETS = tuple(range(11))  # dog ... crow, and 10 = rain
-ESC50_CATEGORY_NAMES = (
-    "dog",
-    "rooster",
-    "pig",
-    "cow",
-    "frog",
-    "cat",
-    "hen",
-    "insects",
-    "sheep",
-    "crow",
-    "rain",
-)
+ESC50_CATEGORY_NAMES = ESC50_CATEGORIES  # the synthesized distractors mirror these classes
 
 
 def _root(path: str | Path, field: str, corpus: str) -> Path:
