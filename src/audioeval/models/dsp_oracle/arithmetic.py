@@ -26,6 +26,7 @@ import numpy as np
 from scipy.cluster.hierarchy import fcluster, linkage
 from scipy.spatial.distance import squareform
 
+from audioeval.audioicl.operator import evaluate  # the task's arithmetic: x binds tighter than + and -
 from audioeval.models.dsp_oracle.method import Method, Prediction
 from audioeval.models.dsp_oracle.signal import dtw_distance, islands, max_normalized_correlation, mfcc_frames
 from audioeval.models.dsp_oracle.view import Clip, OracleView
@@ -38,21 +39,6 @@ SEARCH_BUDGET = 300_000  # expression evaluations per dendrogram cut
 
 class Unsolvable(Exception):
     pass
-
-
-def evaluate(values: list[int], ops: list[str]) -> int:
-    """a op b [op c] with x binding tighter than + and -."""
-    terms, pending = [values[0]], []
-    for op, value in zip(ops, values[1:], strict=True):
-        if op == "*":
-            terms[-1] *= value
-        else:
-            pending.append(op)
-            terms.append(value)
-    result = terms[0]
-    for op, value in zip(pending, terms[1:], strict=True):
-        result = result + value if op == "+" else result - value
-    return result
 
 
 def _same(a: np.ndarray, b: np.ndarray) -> bool:
