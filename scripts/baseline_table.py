@@ -20,6 +20,7 @@ import re
 import sys
 import time
 from collections import Counter
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -64,17 +65,6 @@ PAPER_QWEN3: dict[str, dict[int, tuple[float, float | None]]] = {
     "audioicl_morse_letter": {0: (11.5, None)},
 }
 PAPER_QWEN3_GROUPS = {"audioicl_a2": {5: 58.5}, "audioicl_a3": {5: 7.1}}
-GROUP_MEMBERS = {
-    "audioicl_a2": [
-        "audioicl_audio_count",
-        "audioicl_audio_count_hard",
-        "audioicl_audio_operator",
-        "audioicl_audio_operator_hard",
-        "audioicl_audio_remap",
-        "audioicl_anomaly_detect",
-    ],
-    "audioicl_a3": ["audioicl_audio_length", "audioicl_audio_length_hard", "audioicl_morse_code"],
-}
 # Table III entries where another model beats Qwen3-Omni at k=5
 PAPER_BETTER = "AudioOperatorHard: Gemini-3-flash 14.0 ± 3.8; AudioLengthHard: DeSTA2.5-Audio 14.0 ± 3.8"
 
@@ -158,10 +148,18 @@ def _paper(task: str, k: int) -> str:
     return f"{mean:.1f}" + (f" ± {half:.1f}" if half is not None else "")
 
 
+@cache
+def _group_members(group: str) -> tuple[str, ...]:
+    """The group's tasks as the shipped task configs define them."""
+    from audioeval.registry import TaskRegistry
+
+    return tuple(TaskRegistry.discover().leaf_tasks(group))
+
+
 def _paper_group(group: str, k: int) -> str:
     if k in PAPER_QWEN3_GROUPS[group]:
         return f"{PAPER_QWEN3_GROUPS[group][k]:.1f}"
-    values = [PAPER_QWEN3[t][k][0] for t in GROUP_MEMBERS[group] if k in PAPER_QWEN3[t]]
+    values = [PAPER_QWEN3[t][k][0] for t in _group_members(group) if k in PAPER_QWEN3[t]]
     return f"{sum(values) / len(values):.1f}*"
 
 
