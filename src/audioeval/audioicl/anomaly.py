@@ -55,26 +55,17 @@ def _generate_synth(settings: Settings, index: int) -> dict[str, Any]:
         labelled = clip(role, label if role != "query" else None, cap_peak(samples, 0.999), sr)
         return labelled, {"label": label, **info}
 
-    q_clip, q_info = recording(query_label, "query", slot_rng(settings, index, QUERY_SLOT))
-    demos = []
+    query = recording(query_label, "query", slot_rng(settings, index, QUERY_SLOT))
+    pairs = []
     for i in range(settings.max_shots):
         srng = slot_rng(settings, index, i + 1)
-        n_clip, n_info = recording("Normal", "Normal", srng)
-        a_clip, a_info = recording("Anomalous", "Anomalous", srng)
-        demos.append({"clips": [n_clip, a_clip], "label": "Normal Anomalous", "recordings": [n_info, a_info]})
-    return episode(
-        settings,
-        index,
-        demos,
-        {"clips": [q_clip], "label": query_label, "recordings": [q_info]},
-        {
-            "rule": "label = whether the recording deviates from the machine's normal sound",
-            "machine": machine,
-            "unit": unit.describe(),
-            "anomaly_strength_db": settings.anomaly_strength_db,
-            "seconds": settings.anomaly_seconds,
-        },
-    )
+        pairs.append((recording("Normal", "Normal", srng), recording("Anomalous", "Anomalous", srng)))
+    extra = {
+        "unit": unit.describe(),
+        "anomaly_strength_db": settings.anomaly_strength_db,
+        "seconds": settings.anomaly_seconds,
+    }
+    return _assemble(settings, index, machine, query_label, query, pairs, extra)
 
 
 def _generate_corpus(settings: Settings, index: int) -> dict[str, Any]:
@@ -95,21 +86,42 @@ def _generate_corpus(settings: Settings, index: int) -> dict[str, Any]:
         }
 
     # Position 0 of each list is reserved for the query, so the demos are the same whatever the query is.
-    q_clip, q_info = recording((normal if query_label == "Normal" else anomalous)[0], query_label, "query")
-    demos = []
-    for i in range(settings.max_shots):
-        n_clip, n_info = recording(normal[i + 1], "Normal", "Normal")
-        a_clip, a_info = recording(anomalous[i + 1], "Anomalous", "Anomalous")
-        demos.append({"clips": [n_clip, a_clip], "label": "Normal Anomalous", "recordings": [n_info, a_info]})
+    query = recording((normal if query_label == "Normal" else anomalous)[0], query_label, "query")
+    pairs = [
+        (recording(normal[i + 1], "Normal", "Normal"), recording(anomalous[i + 1], "Anomalous", "Anomalous"))
+        for i in range(settings.max_shots)
+    ]
+    return _assemble(settings, index, machine, query_label, query, pairs, {})
+
+
+Recording = tuple[dict[str, Any], dict[str, Any]]  # (clip, facts about it)
+
+
+def _assemble(
+    settings: Settings,
+    index: int,
+    machine: str,
+    query_label: str,
+    query: Recording,
+    pairs: list[tuple[Recording, Recording]],
+    extra_metadata: dict[str, Any],
+) -> dict[str, Any]:
+    """The episode: each demo holds a Normal and an Anomalous recording of the machine; the query one recording."""
+    demos = [
+        {"clips": [n_clip, a_clip], "label": "Normal Anomalous", "recordings": [n_info, a_info]}
+        for (n_clip, n_info), (a_clip, a_info) in pairs
+    ]
+    metadata = {
+        "rule": "label = whether the recording deviates from the machine's normal sound",
+        "machine": machine,
+        **extra_metadata,
+    }
     return episode(
         settings,
         index,
         demos,
-        {"clips": [q_clip], "label": query_label, "recordings": [q_info]},
-        {
-            "rule": "label = whether the recording deviates from the machine's normal sound",
-            "machine": machine,
-        },
+        {"clips": [query[0]], "label": query_label, "recordings": [query[1]]},
+        metadata,
     )
 
 
