@@ -6,6 +6,11 @@ the request carries its episode, else every clip in the request, in order), for 
 stage of `--model cascade`. Audio is resampled to 16 kHz mono PCM16, padded with a little silence so the
 first and last words are not clipped. It recognises English only; expect rough transcripts of synthetic
 voices (see docs/adu_bench.md for measured error rates).
+
+The decoder's front end adapts to what it has heard (cepstral mean, noise estimate), so a reused decoder would
+transcribe a clip differently depending on the clips decoded before it. Every utterance therefore starts from
+the front end's initial state: a transcript depends only on its clip, whatever the order, batch or number of
+processes.
 """
 
 from __future__ import annotations
@@ -88,6 +93,7 @@ class PocketSphinxModel(Model):
         }
 
     def transcribe(self, clip: AudioClip) -> str:
+        self.decoder.reinit_feat()  # forget the previous utterances' adaptation (see the module docstring)
         self.decoder.start_utt()
         self.decoder.process_raw(to_16k_pcm(clip), full_utt=True)
         self.decoder.end_utt()
