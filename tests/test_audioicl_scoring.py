@@ -72,7 +72,19 @@ def test_remap_length_argument():
 
 @pytest.mark.parametrize(
     "response,expected",
-    [("smile", "smile"), (" Smile. ", "smile"), ('"S M I L E"', "smile"), ("...", None), ("", None)],
+    [
+        ("smile", "smile"),
+        (" Smile. ", "smile"),
+        ('"S M I L E"', "smile"),
+        ("**smile**", "smile"),  # markdown emphasis is punctuation too
+        ("`smile`", "smile"),
+        ("s-m-i-l-e", "smile"),
+        ("_Smile_ \u2014", "smile"),
+        ("# smile", "smile"),
+        ("...", None),
+        ("**", None),
+        ("", None),
+    ],
 )
 def test_morse_normalisation(response, expected):
     assert get_parser("audioicl_morse")(response) == expected
@@ -107,3 +119,16 @@ def test_task_scorer_counts_parse_failures():
     )
     assert [s["scores"]["accuracy"] for s in scored] == [1.0, 0.0, 1.0]
     assert [s["parse_failure"] for s in scored] == [False, True, False]
+
+
+def test_morse_answers_in_markdown_are_scored_right():
+    from audioeval.registry import TaskRegistry
+    from audioeval.scoring import SampleToScore, TaskScorer
+
+    tasks = TaskRegistry.discover().tasks
+    word = TaskScorer(tasks["audioicl_morse_code"]).score(
+        [SampleToScore(r, "smile", {}) for r in ("**smile**", "Smile!", "*s m i l e*", "smiles")]
+    )
+    assert [s["scores"]["accuracy"] for s in word] == [1.0, 1.0, 1.0, 0.0]
+    (letter,) = TaskScorer(tasks["audioicl_morse_letter"]).score([SampleToScore("**Q**", "Q", {})])
+    assert letter["scores"]["accuracy"] == 1.0

@@ -3,7 +3,9 @@
 - integer tasks use `last_integer` (parsers/common.py): the last [-+]?\\d+ in the response;
 - AnomalyDetect: strict normalisation, then keyword rules mapping variants to Normal / Anomalous;
 - AudioRemap: every ASCII letter concatenated and upper-cased, which must be exactly `length` letters;
-- MorseCode: the strictly normalised response (lower case, no whitespace or punctuation).
+- MorseCode / MorseLetter: the response with whitespace and every punctuation or markdown character removed,
+  lower-cased (the paper: "normalized string matching after stripping whitespace and punctuation"), so
+  `**smile**`, `s-m-i-l-e` and `"Smile."` all read as `smile`.
 """
 
 from __future__ import annotations
@@ -44,7 +46,11 @@ def remap(response: str, length: int = 3) -> str | None:
     return letters if len(letters) == int(length) else None
 
 
+def letters_and_digits(text: str) -> str:
+    """Lower-cased letters and digits only: whitespace, punctuation, markdown and any other symbol removed."""
+    return "".join(ch for ch in text.lower() if ch.isalnum())
+
+
 @register("audioicl_morse")
 def morse(response: str) -> str | None:
-    text = normalize_strict(response)
-    return text or None
+    return letters_and_digits(response) or None
