@@ -130,6 +130,27 @@ def test_prompt_styles(registry):
     assert instruction(None, "audioicl_audio_count") == "" == instruction(None, "audioicl_audio_operator")
 
 
+PAPER_GENERAL = "Identify the hidden patterns and rules within the following audio-label pairs and apply them to the final query."
+
+
+def test_general_instruction_is_the_papers_wording_and_the_answer_rule_an_option(registry):
+    def instruction(name, **args):
+        task = prepare(registry, [name], **args)[name]
+        body = text(task.renderer.render(task.episode(0), 1))[len("<user>") :]
+        return re.split(r"\[Demo 1|\[Letter A\]", body)[0].strip()
+
+    assert instruction("audioicl_audio_operator", prompt_style="general") == PAPER_GENERAL
+    assert instruction("audioicl_audio_count") == PAPER_GENERAL  # specific = general by construction
+    with_rule = instruction("audioicl_audio_length_hard", answer_format="true")
+    assert (
+        with_rule
+        == PAPER_GENERAL + " Answer with the query's label only, written the same way as the example labels."
+    )
+    assert instruction("audioicl_morse_code", prompt_style="general", answer_format="true") == with_rule
+    # the task-specific instructions of the other tasks are not touched by the option
+    assert instruction("audioicl_audio_remap", answer_format="true") == instruction("audioicl_audio_remap")
+
+
 def test_chat_layout_turns(registry):
     tasks = prepare(
         registry, ["audioicl_audio_count", "audioicl_anomaly_detect", "audioicl_audio_remap"], layout="chat"
