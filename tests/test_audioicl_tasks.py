@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from audioeval.errors import ConfigError, DataError
+from audioeval.errors import ConfigError, DataError, UsageError
 from audioeval.prepared import prepare_tasks
 from audioeval.registry import TaskRegistry
 from audioeval.types import AudioPart
@@ -149,6 +149,21 @@ def test_general_instruction_is_the_papers_wording_and_the_answer_rule_an_option
     assert instruction("audioicl_morse_code", prompt_style="general", answer_format="true") == with_rule
     # the task-specific instructions of the other tasks are not touched by the option
     assert instruction("audioicl_audio_remap", answer_format="true") == instruction("audioicl_audio_remap")
+
+
+def test_null_prompting_skips_zero_shot_like_the_papers_table(registry, caplog):
+    with caplog.at_level("WARNING", logger="audioeval"):
+        tasks = prepare(registry, ["audioicl_audio_count", "audioicl_morse_code"], prompt_style=None)
+    assert [t.shots for t in tasks.values()] == [[1, 3, 5], [1, 3, 5]]
+    assert (
+        "audioicl_audio_count: skipping k=[0] (this task needs k >= 1 with prompt_style=null)" in caplog.text
+    )
+    assert prepare(registry, ["audioicl_audio_count"], prompt_style="general")[
+        "audioicl_audio_count"
+    ].shots == [0, 1, 3, 5]
+    with pytest.raises(UsageError, match="needs k >= 1 with prompt_style=null"):
+        prepare_tasks(registry, ["audioicl_audio_count"], num_fewshot=[0], task_args={"prompt_style": "null"},
+                      limit=None, seed=0, gen_kwargs={})  # fmt: skip
 
 
 def test_chat_layout_turns(registry):

@@ -233,3 +233,27 @@ def test_bad_flag_values_are_clear_errors(toy_dir, flag, value, message):
         ["--tasks", "toy_tones", "--include_path", str(toy_dir), "--model", "chance", flag, value]
     )
     assert code == 2 and message in err and "Traceback" not in err
+
+
+def test_a_parameter_value_can_raise_the_smallest_k_and_bad_floors_are_named(tmp_path, caplog):
+    folder = _copy_toy(tmp_path)
+    path = folder / "toy_tones.yaml"
+    original = path.read_text()
+    path.write_text(
+        original.replace("choices: [plain, terse]}", "choices: [plain, terse], min_shots: {terse: 2}}")
+    )
+    (plain,) = _prepare(folder, "toy_tones", num_fewshot=[0, 1, 2])
+    assert plain.shots == [0, 1, 2] and plain.skipped_shots == []
+    with caplog.at_level("WARNING", logger="audioeval"):
+        (terse,) = _prepare(folder, "toy_tones", num_fewshot=[0, 1, 2], task_args={"style": "terse"})
+    assert terse.shots == [2] and terse.skipped_shots == [0, 1]
+    assert "skipping k=[0, 1] (this task needs k >= 2 with style=terse)" in caplog.text
+    with pytest.raises(UsageError, match="needs k >= 2 with style=terse"):
+        _prepare(folder, "toy_tones", num_fewshot=[1], task_args={"style": "terse"})
+    for bad, message in (("{loud: 2}", "not among its choices"), ("{terse: -1}", "smallest k")):
+        path.write_text(
+            original.replace("choices: [plain, terse]}", f"choices: [plain, terse], min_shots: {bad}}}")
+        )
+        with pytest.raises(ConfigError, match=message) as err:
+            load_task_config(path)
+        assert f"{path}:" in str(err.value)

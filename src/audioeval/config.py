@@ -50,7 +50,7 @@ GROUP_KEYS = {
 }
 
 TEMPLATE_KEYS = {"system", "demo", "demo_answer", "query", "prompt"}
-PARAMETER_KEYS = {"default", "type", "choices", "help", "builder_kwarg"}
+PARAMETER_KEYS = {"default", "type", "choices", "help", "builder_kwarg", "min_shots"}
 PARAMETER_TYPES = {"str": str, "int": int, "float": float, "bool": bool}
 
 
@@ -85,6 +85,7 @@ class TaskParameter:
     choices: list[Any] | None = None
     help: str = ""
     builder_kwarg: str | None = None
+    min_shots: dict[Any, int] = field(default_factory=dict)  # value -> smallest k the task allows with it
 
     def coerce(self, value: Any, source: str) -> Any:
         if value is None or (isinstance(value, str) and value.lower() in ("none", "null")):
@@ -135,6 +136,7 @@ class TaskConfig:
     report: str | None
     metadata: dict[str, Any]
     param_values: dict[str, Any] = field(default_factory=dict)
+    min_shots_reason: str = ""  # the parameter value that raised min_shots, e.g. "prompt_style=null"
 
     @property
     def directory(self) -> Path:
@@ -153,6 +155,11 @@ class TaskConfig:
         clone = TaskConfig(**{**self.__dict__})
         clone.param_values = values
         clone.builder_kwargs = kwargs
+        for name, spec in self.parameters.items():
+            needed = spec.min_shots.get(values[name], 0)
+            if needed > clone.min_shots:
+                shown = "null" if values[name] is None else values[name]
+                clone.min_shots, clone.min_shots_reason = needed, f"{name}={shown}"
         return clone
 
     def resolved(self) -> dict[str, Any]:
@@ -316,6 +323,20 @@ def load_task_config(path: Path) -> TaskConfig:
             raise ConfigError(
                 f"{where(str(pname))}: parameter type must be one of {sorted(PARAMETER_TYPES)}."
             )
+        floors = spec.get("min_shots") or {}
+        if not isinstance(floors, dict) or not all(
+            isinstance(k, int) and not isinstance(k, bool) and k >= 0 for k in floors.values()
+        ):
+            raise ConfigError(
+                f"{where(str(pname))}: `min_shots` of parameter {pname!r} must map values to the smallest k "
+                "allowed with them, e.g. {null: 1}."
+            )
+        unknown = [v for v in floors if spec.get("choices") is not None and v not in spec["choices"]]
+        if unknown:
+            raise ConfigError(
+                f"{where(str(pname))}: `min_shots` of parameter {pname!r} names {unknown!r}, which is not "
+                "among its choices."
+            )
         parameters[str(pname)] = TaskParameter(
             name=str(pname),
             default=spec["default"],
@@ -323,6 +344,7 @@ def load_task_config(path: Path) -> TaskConfig:
             choices=spec.get("choices"),
             help=spec.get("help", ""),
             builder_kwarg=spec.get("builder_kwarg"),
+            min_shots=dict(floors),
         )
 
     for key in ("builder_kwargs", "generation_kwargs", "higher_is_better", "metadata"):

@@ -123,11 +123,14 @@ def prepare_tasks(
         shots_requested = list(num_fewshot) if num_fewshot is not None else list(config.num_fewshot)
         shots = [k for k in shots_requested if k >= config.min_shots]
         skipped = [k for k in shots_requested if k < config.min_shots]
+        needs = f"k >= {config.min_shots}" + (
+            f" with {config.min_shots_reason}" if config.min_shots_reason else ""
+        )
         if skipped:
-            log.warning("%s: skipping k=%s (this task needs k >= %d)", config.name, skipped, config.min_shots)
+            log.warning("%s: skipping k=%s (this task needs %s)", config.name, skipped, needs)
         if not shots:
             raise UsageError(
-                f"--num_fewshot {','.join(map(str, shots_requested))}: task {config.name!r} needs k >= {config.min_shots}."
+                f"--num_fewshot {','.join(map(str, shots_requested))}: task {config.name!r} needs {needs}."
             )
         limit_count = resolve_limit(limit, builder.num_episodes())
         merged_kwargs = {**config.generation_kwargs, **gen_kwargs}
