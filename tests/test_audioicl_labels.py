@@ -233,6 +233,17 @@ def test_audio_operator_labels_recomputed_from_metadata_and_fillers_found_in_aud
                 assert positions[0] < positions[1]  # the filler heard first is the first operator
 
 
+def test_audio_operator_hard_first_demo_shows_that_x_binds_tighter_than_plus_and_minus():
+    for ep in episodes("audio_operator_hard"):
+        demo = ep["demos"][0]
+        left_to_right = demo["operands"][0]
+        for op, value in zip(demo["operators"], demo["operands"][1:], strict=True):
+            left_to_right = int(eval(f"{left_to_right}{op}{value}"))
+        # the label follows the usual precedence, and reading left to right would give another number
+        assert int(demo["label"]) == _value(demo["operands"], demo["operators"]) != left_to_right, ep["id"]
+        assert demo["left_to_right"] == left_to_right
+
+
 # ---- AudioRemap -------------------------------------------------------------------------------------------
 
 

@@ -5,6 +5,10 @@ AudioOperator: one filler per episode meaning +, - or x; clips say "a <filler> b
 a >= b for subtraction. AudioOperatorHard: two fillers, one meaning x and the other + or -; clips say
 "a <f1> b <f2> c", evaluated with the usual precedence, never negative. Each episode has 8 distinct
 expressions; the query and the demos are drawn from them without replacement (so at most 7 demos).
+
+AudioOperatorHard's instruction does not say whether x binds tighter than + and -, so the first demo is always
+an expression where that matters (a +/- b x c with c > 1: usual precedence and left to right differ), and
+every k >= 1 shows which convention the labels follow.
 """
 
 from __future__ import annotations
@@ -23,6 +27,9 @@ GAP_S = 0.025
 FADE_S = 0.003
 TOP_DB = 35.0
 PAD_S = 0.010
+TELLING = (
+    2  # AudioOperatorHard expressions per episode that tell x-first from left-to-right (>= 2: one is a demo)
+)
 
 
 def max_shots(settings: Settings) -> tuple[int, str]:
@@ -47,6 +54,19 @@ def evaluate(operands: list[int], ops: list[str]) -> int:
     return result
 
 
+def left_to_right(operands: list[int], ops: list[str]) -> int:
+    """a op b [op c] evaluated strictly from left to right."""
+    result = operands[0]
+    for op, value in zip(ops, operands[1:], strict=True):
+        result = result + value if op == "+" else result - value if op == "-" else result * value
+    return result
+
+
+def tells_precedence(operands: list[int], ops: list[str]) -> bool:
+    """True when the usual precedence and left-to-right evaluation give different results."""
+    return evaluate(operands, ops) != left_to_right(operands, ops)
+
+
 def expression(operands: list[int], ops: list[str]) -> str:
     return "".join(f"{a}{op}" for a, op in zip(operands, ops, strict=False)) + str(operands[-1])
 
@@ -66,17 +86,31 @@ def _easy_expressions(op: str, rng: np.random.Generator) -> list[tuple[list[int]
 
 
 def _hard_expressions(other: str, rng: np.random.Generator) -> list[tuple[list[int], list[str]]]:
+    """8 distinct expressions, the first TELLING of which tell the usual precedence from left to right."""
     out: list[tuple[list[int], list[str]]] = []
     seen = set()
     while len(out) < VARIANTS:
-        ops = ["*", other] if rng.random() < 0.5 else [other, "*"]
+        telling = len(out) < TELLING
+        ops = [other, "*"] if telling or rng.random() >= 0.5 else ["*", other]
         operands = [int(v) for v in rng.integers(1, 10, size=3)]
         key = (tuple(operands), tuple(ops))
-        if key in seen or evaluate(operands, ops) < 0:
+        if key in seen or evaluate(operands, ops) < 0 or (telling and not tells_precedence(operands, ops)):
             continue
         seen.add(key)
         out.append((operands, ops))
     return out
+
+
+def _first_demo_tells_precedence(
+    order: list[int], expressions: list[tuple[list[int], list[str]]]
+) -> list[int]:
+    """`order` (query first, then the demos) with a precedence-telling expression moved to the first demo."""
+    if tells_precedence(*expressions[order[1]]):
+        return order
+    j = next(j for j in range(2, len(order)) if tells_precedence(*expressions[order[j]]))
+    order = list(order)
+    order[1], order[j] = order[j], order[1]
+    return order
 
 
 def _part(x: np.ndarray, sr: int) -> np.ndarray:
@@ -102,6 +136,8 @@ def generate(settings: Settings, index: int) -> dict[str, Any]:
     filler_of = {op: key for key, op in fillers.items()}
     filler_audio = {op: _part(settings.oneshots.samples(key, sr), sr) for op, key in filler_of.items()}
     order = [int(i) for i in rng.permutation(VARIANTS)]
+    if hard:
+        order = _first_demo_tells_precedence(order, expressions)
     gap = np.zeros(seconds_to_samples(GAP_S, sr), dtype=np.float32)
 
     def shot(slot: int, variant: int, role: str) -> dict[str, Any]:
@@ -127,6 +163,7 @@ def generate(settings: Settings, index: int) -> dict[str, Any]:
             "variant": variant,
             "spoken": spoken,
             "candidates": candidates(operands),
+            **({"left_to_right": left_to_right(operands, ops)} if hard else {}),
         }
 
     query = shot(QUERY_SLOT, order[0], "query")
