@@ -58,6 +58,8 @@ class AudioICLConfig(EpisodeBuilderConfig):
     anomaly_seconds: float = 10.0
     morse_wpm: float = 20.0
     morse_tone_hz: float = 600.0
+    # remove what a model could answer from without analysing the signal (docs/audioicl_bench.md)
+    shortcut_free: bool = False
 
 
 def load_words(path: Path) -> tuple[str, ...]:
@@ -114,6 +116,8 @@ class AudioICLBench(EpisodeBuilder):
             value = getattr(c, name)
             if not isinstance(value, int | float) or not math.isfinite(value) or not low <= value <= high:
                 raise ConfigError(f"{name}={value!r}: expected a number from {low:g} to {high:g}.")
+        if not isinstance(c.shortcut_free, bool):
+            raise ConfigError(f"shortcut_free={c.shortcut_free!r}: expected true or false.")
         if c.distractor_snr_min_db > c.distractor_snr_max_db:
             raise ConfigError(
                 f"distractor_snr_min_db={c.distractor_snr_min_db} exceeds distractor_snr_max_db={c.distractor_snr_max_db}."
@@ -166,6 +170,7 @@ class AudioICLBench(EpisodeBuilder):
             anomaly_seconds=float(c.anomaly_seconds),
             morse=MorseStyle(wpm=float(c.morse_wpm), tone_hz=float(c.morse_tone_hz)),
             words=words,
+            shortcut_free=c.shortcut_free,
         )
 
     # --- the EpisodeBuilder contract ---------------------------------------------------------------------

@@ -42,6 +42,8 @@ class Settings:
     anomaly_seconds: float = 10.0
     morse: MorseStyle = field(default_factory=MorseStyle)
     words: tuple[str, ...] = ()
+    # remove the shortcuts a signal-blind model can exploit (clip identity, elimination); see docs/audioicl_bench.md
+    shortcut_free: bool = False
 
 
 def episode_rng(settings: Settings, index: int) -> np.random.Generator:
@@ -73,5 +75,11 @@ def episode(
         "context": context or [],
         "demos": demos,
         "query": query,
-        "metadata": {"task": settings.task, "seed": settings.seed, "index": int(index), **metadata},
+        "metadata": {
+            "task": settings.task,
+            "seed": settings.seed,
+            "index": int(index),
+            **({"shortcut_free": True} if settings.shortcut_free else {}),
+            **metadata,
+        },
     }

@@ -1,7 +1,8 @@
 """AudioCount and AudioCountHard: 1-8 non-overlapping copies of one percussive sound on a 10 s canvas.
 
 Episode: one sound for every clip; the counts of the query and the demos are distinct draws from 1..8
-(so at most 7 demos). Hard: a distractor bed (animal calls or rain) mixed at 10-15 dB SNR with the
+(so at most 7 demos), as upstream. With shortcut_free the demos keep their distinct counts but the query's count
+is drawn from 1..8 independently of them, so "the answer is a count no demo shows" no longer holds. Hard: a distractor bed (animal calls or rain) mixed at 10-15 dB SNR with the
 background peak capped at half the foreground peak, as upstream does.
 """
 
@@ -67,6 +68,8 @@ def generate(settings: Settings, index: int) -> dict[str, Any]:
     rng = episode_rng(settings, index)
     key = settings.oneshots.draw(rng)
     counts = [int(c) for c in rng.permutation(np.array(COUNTS))]
+    if settings.shortcut_free:
+        counts[0] = int(rng.choice(COUNTS))
     event = _event(settings, key)
     sr = settings.sampling_rate
 

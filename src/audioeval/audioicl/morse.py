@@ -2,11 +2,15 @@
 A-Z reference bank (each letter's tone labelled with the letter) as context clips.
 
 MorseCode: words from the word list; the query and demos are distinct words. MorseLetter: the query is
-one letter (demos, when asked for, are other letters).
+one letter (demos, when asked for, are other letters), keyed exactly like its bank entry, so the two clips are
+byte-identical. With shortcut_free the MorseLetter query is keyed 5-15% faster or slower than the bank (same
+tone, same dot/dash/gap ratios), so it has to be decoded rather than matched byte for byte, and its letter is
+drawn independently of the demos' (which stay distinct), so it may be one of theirs.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import string
 from typing import Any
 
@@ -14,6 +18,7 @@ from audioeval.audio import morse
 from audioeval.audioicl.common import QUERY_SLOT, Settings, clip, episode, episode_rng, slot_rng
 
 CANDIDATES = 32
+SPEED_CHANGE = (0.05, 0.15)  # shortcut_free MorseLetter query: relative speed change, either direction
 
 
 def max_shots(settings: Settings) -> tuple[int, str]:
@@ -36,17 +41,22 @@ def generate(settings: Settings, index: int) -> dict[str, Any]:
     pool = tuple(string.ascii_uppercase) if letters_only else settings.words
     order = [int(i) for i in rng.permutation(len(pool))]
 
-    def shot(position: int, role: str) -> dict[str, Any]:
-        text = pool[order[position]]
+    def shot(position: int, role: str, style: morse.MorseStyle = settings.morse) -> dict[str, Any]:
+        text = pool[position]
         return {
-            "clips": [
-                clip(role, text if role == "demo" else None, morse.render(text, settings.morse, sr), sr)
-            ],
+            "clips": [clip(role, text if role == "demo" else None, morse.render(text, style, sr), sr)],
             "label": text,
             "code": morse.encode(text),
+            **({"wpm": round(style.wpm, 4)} if style is not settings.morse else {}),
         }
 
-    query = shot(0, "query")
+    query_style, query_position = settings.morse, order[0]
+    if letters_only and settings.shortcut_free:
+        srng = slot_rng(settings, index, QUERY_SLOT)
+        change = float(srng.uniform(*SPEED_CHANGE)) * (1 if srng.random() < 0.5 else -1)
+        query_style = dataclasses.replace(settings.morse, wpm=settings.morse.wpm * (1 + change))
+        query_position = int(srng.integers(len(pool)))
+    query = shot(query_position, "query", query_style)
     if letters_only:
         query["candidates"] = list(string.ascii_uppercase)
     else:
@@ -54,7 +64,7 @@ def generate(settings: Settings, index: int) -> dict[str, Any]:
         crng = slot_rng(settings, index, QUERY_SLOT)
         sample = [query["label"], *(others[int(i)] for i in crng.permutation(len(others))[: CANDIDATES - 1])]
         query["candidates"] = [sample[int(i)] for i in crng.permutation(len(sample))]
-    demos = [shot(i + 1, "demo") for i in range(settings.max_shots)]
+    demos = [shot(order[i + 1], "demo") for i in range(settings.max_shots)]
     return episode(
         settings,
         index,

@@ -21,6 +21,7 @@ MODEL_REGISTRY: dict[str, tuple[str, str, str | None]] = {
     "pocketsphinx": ("audioeval.models.pocketsphinx_asr", "PocketSphinxModel", None),
     "hf-chat": ("audioeval.models.text_chat", "HFChatModel", "hf"),
     "dsp-oracle": ("audioeval.models.dsp_oracle", "DspOracleModel", None),
+    "shortcut": ("audioeval.models.shortcut", "ShortcutModel", None),
 }
 
 
