@@ -1,4 +1,4 @@
-"""Reference baselines on AudioICL-Bench: `chance`, `demo-majority`, `knn-icl` and `dsp-oracle` on every task
+"""Reference baselines on AudioICL-Bench: `chance`, `shortcut`, `demo-majority`, `knn-icl` and `dsp-oracle` on every task
 (the nine of `audioicl_bench` and the `audioicl_morse_letter` ablation) at k = 0, 1, 3, 5 with N = 300
 episodes of the built-in synthetic data, evaluated through the harness (`audioeval.run.run_evaluation`), as a
 markdown table of accuracy with 95% bootstrap CIs next to Qwen3-Omni's numbers in the AudioICL-Bench paper.
@@ -27,7 +27,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-MODELS = ("chance", "demo-majority", "knn-icl", "dsp-oracle")
+MODELS = ("chance", "shortcut", "demo-majority", "knn-icl", "dsp-oracle")
 SHOTS = (0, 1, 3, 5)
 TASK_SELECTION = "audioicl_bench,audioicl_ablation"
 SECTION = "## Reference baselines (AudioICL-Bench)"
@@ -178,7 +178,8 @@ def render(summary: dict[str, Any]) -> str:
     lines = [
         f"Accuracy in % with the 95% bootstrap CI over episodes (N = {settings['n_episodes']} per task and k, "
         f"seed {settings['seed']}, built-in procedural sources, {settings['bootstrap_iters']} resamples). "
-        "`chance` draws from the task's label space; `demo-majority` answers the demos' most frequent label; "
+        "`chance` draws from the task's label space; `shortcut` never analyses the signal (clip identity, "
+        "elimination, label statistics); `demo-majority` answers the demos' most frequent label; "
         "`knn-icl` is nearest neighbour / ridge regression on MFCC statistics of the demo clips; `dsp-oracle` "
         "reads the answer from the signal with constants calibrated on the episode (see "
         "[docs/baselines.md](docs/baselines.md)). Qwen3-Omni: the paper's numbers (Specific prompting; Table II, "
@@ -221,9 +222,9 @@ def render(summary: dict[str, Any]) -> str:
 def update_readme(readme: Path, table: str) -> None:
     text = readme.read_text(encoding="utf-8")
     body = (
-        f"{SECTION}\n\nNon-LLM reference points for every AudioICL-Bench task: what a prior-only learner, a "
-        "nearest-neighbour learner without language and task-aware signal processing reach from the same "
-        "episodes (method details and what the table says in [docs/baselines.md](docs/baselines.md)). "
+        f"{SECTION}\n\nNon-LLM reference points for every AudioICL-Bench task: what a model that never analyses "
+        "the signal, a prior-only learner, a nearest-neighbour learner without language and task-aware signal "
+        "processing reach from the same episodes (method details and what the table says in [docs/baselines.md](docs/baselines.md)). "
         "Regenerate with (about 25 minutes on 2 CPU cores; results in `results/baselines/`):\n\n"
         f"```bash\n{COMMAND}\n```\n\n{table}\n"
     )

@@ -27,9 +27,6 @@ GAP_S = 0.025
 FADE_S = 0.003
 TOP_DB = 35.0
 PAD_S = 0.010
-TELLING = (
-    2  # AudioOperatorHard expressions per episode that tell x-first from left-to-right (>= 2: one is a demo)
-)
 
 
 def max_shots(settings: Settings) -> tuple[int, str]:
@@ -86,31 +83,33 @@ def _easy_expressions(op: str, rng: np.random.Generator) -> list[tuple[list[int]
 
 
 def _hard_expressions(other: str, rng: np.random.Generator) -> list[tuple[list[int], list[str]]]:
-    """8 distinct expressions, the first TELLING of which tell the usual precedence from left to right."""
     out: list[tuple[list[int], list[str]]] = []
     seen = set()
     while len(out) < VARIANTS:
-        telling = len(out) < TELLING
-        ops = [other, "*"] if telling or rng.random() >= 0.5 else ["*", other]
+        ops = ["*", other] if rng.random() < 0.5 else [other, "*"]
         operands = [int(v) for v in rng.integers(1, 10, size=3)]
         key = (tuple(operands), tuple(ops))
-        if key in seen or evaluate(operands, ops) < 0 or (telling and not tells_precedence(operands, ops)):
+        if key in seen or evaluate(operands, ops) < 0:
             continue
         seen.add(key)
         out.append((operands, ops))
     return out
 
 
-def _first_demo_tells_precedence(
-    order: list[int], expressions: list[tuple[list[int], list[str]]]
-) -> list[int]:
-    """`order` (query first, then the demos) with a precedence-telling expression moved to the first demo."""
-    if tells_precedence(*expressions[order[1]]):
-        return order
-    j = next(j for j in range(2, len(order)) if tells_precedence(*expressions[order[j]]))
-    order = list(order)
-    order[1], order[j] = order[j], order[1]
-    return order
+def _hard_episode(
+    other: str, rng: np.random.Generator
+) -> tuple[list[tuple[list[int], list[str]]], list[int]]:
+    """The 8 expressions and their order (query first, then the demos), with a precedence-telling expression
+    as the first demo: expression sets whose 7 demos would all read the same either way are drawn again (the
+    query keeps its distribution), and the first telling demo is moved to the front."""
+    while True:
+        expressions = _hard_expressions(other, rng)
+        order = [int(i) for i in rng.permutation(VARIANTS)]
+        telling = [j for j in range(1, VARIANTS) if tells_precedence(*expressions[order[j]])]
+        if telling:
+            break
+    order[1], order[telling[0]] = order[telling[0]], order[1]
+    return expressions, order
 
 
 def _part(x: np.ndarray, sr: int) -> np.ndarray:
@@ -127,17 +126,15 @@ def generate(settings: Settings, index: int) -> dict[str, Any]:
         other_key = settings.oneshots.draw(rng, avoid=(mul_key,))
         other = "+" if rng.random() < 0.5 else "-"
         fillers = {mul_key: "*", other_key: other}
-        expressions = _hard_expressions(other, rng)
+        expressions, order = _hard_episode(other, rng)
     else:
         key = settings.oneshots.draw(rng)
         op = OPERATORS[int(rng.integers(3))]
         fillers = {key: op}
         expressions = _easy_expressions(op, rng)
+        order = [int(i) for i in rng.permutation(VARIANTS)]
     filler_of = {op: key for key, op in fillers.items()}
     filler_audio = {op: _part(settings.oneshots.samples(key, sr), sr) for op, key in filler_of.items()}
-    order = [int(i) for i in rng.permutation(VARIANTS)]
-    if hard:
-        order = _first_demo_tells_precedence(order, expressions)
     gap = np.zeros(seconds_to_samples(GAP_S, sr), dtype=np.float32)
 
     def shot(slot: int, variant: int, role: str) -> dict[str, Any]:

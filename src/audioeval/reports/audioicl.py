@@ -78,6 +78,20 @@ def collect(ctx: ReportContext) -> list[dict[str, Any]]:
     return sorted(records, key=lambda r: order.index(r["config"]))
 
 
+def shortcut_episode_scores(model: ShortcutModel, task: Any, episode: dict[str, Any]) -> dict[int, float]:
+    """k -> the `shortcut` model's score (0/1 accuracy) on one episode of a prepared task, scored by the task."""
+    pairs = task.requests_for(episode)
+    responses = model.generate([request for request, _ in pairs])
+    samples = [
+        SampleToScore(response.text or "", target, request.info["sample_info"])
+        for (request, target), response in zip(pairs, responses, strict=True)
+    ]
+    return {
+        request.rid.shots: scored["scores"].get("accuracy") or 0.0
+        for (request, _), scored in zip(pairs, task.scorer.score(samples), strict=True)
+    }
+
+
 def shortcut_scores(ctx: ReportContext, records: list[dict[str, Any]]) -> dict[str, dict[int, float]]:
     """Task -> k -> accuracy of the `shortcut` baseline on the run's own episodes (recomputed here unless the
     run's model is `shortcut`): it needs no model and no signal analysis, only the episodes again."""
@@ -95,14 +109,8 @@ def shortcut_scores(ctx: ReportContext, records: list[dict[str, Any]]) -> dict[s
     for task in tasks:
         scores: dict[int, list[float]] = defaultdict(list)
         for index in task.indices:
-            pairs = task.requests_for(task.episode(index))
-            responses = model.generate([request for request, _ in pairs])
-            samples = [
-                SampleToScore(response.text or "", target, request.info["sample_info"])
-                for (request, target), response in zip(pairs, responses, strict=True)
-            ]
-            for (request, _), scored in zip(pairs, task.scorer.score(samples), strict=True):
-                scores[request.rid.shots].append(scored["scores"].get("accuracy") or 0.0)
+            for k, score in shortcut_episode_scores(model, task, task.episode(index)).items():
+                scores[k].append(score)
         out[task.name] = {k: sum(v) / len(v) for k, v in scores.items()}
     log.info(
         "audioicl report: shortcut baseline scored on the run's episodes in %.1fs",
