@@ -212,8 +212,10 @@ def render(summary: dict[str, Any]) -> str:
         "calibrate on (MorseCode, MorseLetter and AudioRemap need none: the bank or the query's labelled anchors "
         "suffice). A share in parentheses is the fraction of episodes where the analysis reached no answer and "
         "the oracle drew instead. * mean of the paper's Table II entries (no CI). The paper's chance for MorseCode "
-        "is (1/26)^5; the `chance` model draws among 32 candidate words. For AudioOperator(Hard) `chance` draws "
-        "among the results the query's own operands give, which the other baselines do not see. Where another "
+        "is (1/26)^5; the `chance` model draws among 32 candidate words. For AudioOperator(Hard) `chance` and "
+        "`shortcut` choose among the results the query's own operands give, which the other baselines do not "
+        "see. `shortcut` on the episodes without its shortcuts (`shortcut_free=true`): "
+        "[docs/audioicl_bench.md](docs/audioicl_bench.md#shortcuts). Where another "
         f"model beats Qwen3-Omni in Table III (k=5): {PAPER_BETTER}.",
     ]
     return "\n".join(lines)

@@ -175,7 +175,9 @@ def markdown(
         "with the 95% bootstrap CI over episodes; chance as stated in the paper; shortcut: accuracy of the "
         f"`shortcut` baseline on these same episodes at k = {k_list} (no signal analysis: clip identity, "
         "elimination, label statistics; docs/baselines.md). A score at or below shortcut can be explained "
-        "without listening.",
+        "without analysing the audio (for AudioOperator(Hard), beyond the query's operands, which its label "
+        "space holds as the paper's chance assumes). With `--task_args shortcut_free=true` the episodes carry "
+        "no clip-identity or elimination shortcut.",
         "",
         f"| task | axis | chance | shortcut (k = {k_list}) | "
         + " | ".join(f"k={k}" for k in ks)
