@@ -8,7 +8,8 @@ markdown table of accuracy with 95% bootstrap CIs next to Qwen3-Omni's numbers i
 writes `results/baselines/baseline_table.md` (and `baseline_results.json`, the numbers behind it), and with
 `--update_readme` replaces the body of the README's `## Reference baselines (AudioICL-Bench)` section with the
 table. Runs go to `results/baselines/runs/<model>/<timestamp>/` with their samples; responses are cached in
-`results/baselines/cache`, so an interrupted run resumes. About 25 minutes on a 2-core machine.
+`results/baselines/cache`, so an interrupted run resumes. About 80 minutes on a shared 2-core machine (each
+run's AudioICL report also scores the `shortcut` baseline on its episodes).
 `--table_only` re-renders the table from `baseline_results.json` without evaluating.
 """
 
@@ -227,7 +228,7 @@ def update_readme(readme: Path, table: str) -> None:
         f"{SECTION}\n\nNon-LLM reference points for every AudioICL-Bench task: what a model that never analyses "
         "the signal, a prior-only learner, a nearest-neighbour learner without language and task-aware signal "
         "processing reach from the same episodes (method details and what the table says in [docs/baselines.md](docs/baselines.md)). "
-        "Regenerate with (about 25 minutes on 2 CPU cores; results in `results/baselines/`):\n\n"
+        "Regenerate with (about 80 minutes on a shared 2-core machine; results in `results/baselines/`):\n\n"
         f"```bash\n{COMMAND}\n```\n\n{table}\n"
     )
     pattern = re.compile(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", re.S | re.M)
