@@ -6,16 +6,14 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 import socket
 from pathlib import Path
 
 import pytest
 
 from audioeval.run import RunConfig, run_evaluation
-from audioeval.testing.fake_openai import FakeOpenAIServer, Fault, prompt_text, reasoning_model_refusal
+from audioeval.testing.fake_openai import FakeOpenAIServer, Fault, prompt_text
 from tests.alice_testutil import isolated_cache  # noqa: F401
-from tests.conftest import latest_run, load_results, run_cli
 
 TASKS = "alice_s1_ser_cot,alice_s1_asr_cot"
 
@@ -135,41 +133,3 @@ def test_yes_no_verdict_forms(tmp_path, reply_text, expected):
         out = run(tmp_path, server.base_url, tasks="alice_s1_gr_cot")
     assert block(out, "alice_s1_gr_cot", 0)["format_strict"] == expected
     assert block(out, "alice_s1_gr_cot", 0)["accuracy"] == expected
-
-
-def documented_judge_args() -> list[str]:
-    """The --judge_args of every documented `--judge openai` command for a reasoning model (README.md and
-    docs/alice.md), exactly as written."""
-    root = Path(__file__).resolve().parents[1]
-    found = []
-    for doc in ("README.md", "docs/alice.md"):
-        text = (root / doc).read_text().replace("\\\n", " ")
-        for line in text.splitlines():
-            if "--judge openai" not in line:
-                continue
-            argv = shlex.split(line.split("#")[0])
-            found += [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--judge_args"]
-    return [a for a in found if re.search(r"model=(o\d|gpt-5)", a)]
-
-
-def test_documented_reasoning_judge_commands_are_accepted(tmp_path):
-    commands = documented_judge_args()
-    assert len(commands) >= 2  # README and docs/alice.md each document one
-    for i, judge_args in enumerate(commands):
-        with FakeOpenAIServer(reply=honest_reply, port=free_port()) as server:
-            # the documented arguments, pointed at the local server instead of api.openai.com
-            args = re.sub(r",?base_url=[^,]*", "", judge_args) + f",base_url={server.base_url}"
-            code, _out, err = run_cli(
-                ["--tasks", "alice_s1_ser_cot", "--model", "chance", "--limit", "1", "--num_fewshot", "0"]
-                + ["--judge", "openai", "--judge_args", args, "--output_path", str(tmp_path / f"o{i}")]
-                + ["--cache_dir", str(tmp_path / f"c{i}"), "--bootstrap_iters", "0", "--no_progress"]
-            )
-        assert code == 0, err
-        assert server.requests, judge_args
-        for body in server.requests:
-            assert reasoning_model_refusal(body) is None, (judge_args, body)
-            assert body["max_completion_tokens"] == 1024 and "temperature" not in body
-        results = load_results(latest_run(tmp_path / f"o{i}"))
-        judge = next(iter(results["judges"].values()))
-        assert judge["failed_verdicts"] == 0, judge_args
-        assert results["results"]["alice_s1_ser_cot"]["0-shot"]["format_strict"] == 1.0
