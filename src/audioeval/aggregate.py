@@ -69,17 +69,10 @@ def aggregate_groups(
                 # leaves with no score for this metric (e.g. judged metrics without a judge) are left out of
                 # the mean and named, rather than making the whole group null
                 scored = [t for t in members if not math.isnan(task_summaries[t][k][name].value)]
-                if scored:
-                    s = summarize_group([task_summaries[t][k][name] for t in scored])
-                    block[name] = s.value
-                    block[f"{name}_stderr"] = s.stderr
-                    block[f"{name}_ci95"] = s.ci95
-                else:
-                    block[name], block[f"{name}_stderr"], block[f"{name}_ci95"] = (
-                        math.nan,
-                        math.nan,
-                        [math.nan] * 2,
-                    )
+                s = summarize_group([task_summaries[t][k][name] for t in scored]) if scored else None
+                block[name] = s.value if s else math.nan
+                block[f"{name}_stderr"] = s.stderr if s else math.nan
+                block[f"{name}_ci95"] = s.ci95 if s else [math.nan, math.nan]
                 if len(scored) < len(members):
                     block[f"{name}_unscored"] = [t for t in members if t not in scored]
             block["n"] = sum(task_summaries[t][k][names[0]].n for t in members) if names else 0

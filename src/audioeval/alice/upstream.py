@@ -25,6 +25,7 @@ from typing import Any
 
 from audioeval.alice import constraints as C
 from audioeval.alice.checkers import as_text
+from audioeval.alice.extract import strip_outer_quotes
 
 SCORING_MODES = ("fixed", "upstream")
 
@@ -50,19 +51,12 @@ def _strip_fences(text: str) -> str:
     return _FENCE_CLOSE.sub("", _FENCE_OPEN.sub("", text.strip())).strip()
 
 
-def _strip_quotes(text: str) -> str:
-    text = text.strip()
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
-        return text[1:-1].strip()
-    return text
-
-
 def _strip_prefixes(text: str) -> str:
     return _COLON_PREFIX.sub("", _BRACKET_PREFIX.sub("", text.strip())).strip()
 
 
 def _first_string_value(text: str) -> str | None:
-    body = _strip_quotes(_strip_fences(text))
+    body = strip_outer_quotes(_strip_fences(text))
     try:
         data = json.loads(body)
     except (ValueError, RecursionError):
@@ -116,7 +110,7 @@ def extract_answer_upstream(response: Any, instruction_id: str, kwargs: dict[str
         if found is not None:
             return found
     elif instruction_id == C.QUOTATION:
-        text = _strip_quotes(text)
+        text = strip_outer_quotes(text)
     elif instruction_id == C.TITLE:
         text = _delete_titles(text)
     elif instruction_id == C.REPEAT_PROMPT:
@@ -133,7 +127,7 @@ def extract_answer_upstream(response: Any, instruction_id: str, kwargs: dict[str
 
 
 def _normalize(text: str) -> str:
-    text = _strip_prefixes(_strip_quotes(_strip_fences(text)))
+    text = _strip_prefixes(strip_outer_quotes(_strip_fences(text)))
     return _SPACES.sub(" ", _PUNCTUATION.sub("", text)).strip().lower()
 
 
