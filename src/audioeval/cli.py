@@ -1,4 +1,5 @@
-"""Command line: `audioeval --tasks ... --model ...` (lm-eval habits), plus `audioeval build` and `audioeval push`.
+"""Command line: `audioeval --tasks ... --model ...` (lm-eval habits), plus `audioeval build`, `audioeval push`
+and `audioeval view`.
 
 Works the same under `python -m audioeval` and `accelerate launch -m audioeval`."""
 
@@ -36,7 +37,8 @@ def run_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="audioeval",
         description="Evaluate audio-language models on ALICE, AudioICL-Bench and ADU-Bench. "
-        "Subcommands: `audioeval build ...` and `audioeval push ...` export datasets (see `audioeval build -h`).",
+        "Subcommands: `audioeval build ...` and `audioeval push ...` export datasets (see `audioeval build -h`); "
+        "`audioeval view RUN_DIR` looks at and listens to a run (see `audioeval view -h`).",
     )
     p.add_argument(
         "--tasks", "-t", required=True, help="comma list of tasks or groups; `--tasks list` shows them all"
@@ -150,6 +152,11 @@ def main(argv: list[str] | None = None) -> int:
 
             setup_logging("DEBUG" if debug else "INFO")
             return cmd_build(argv[1:]) if argv[0] == "build" else cmd_push(argv[1:])
+        if argv and argv[0] == "view":
+            from audioeval.viewer.cli import cmd_view
+
+            setup_logging("DEBUG" if debug else "INFO")
+            return cmd_view(argv[1:])
         return cmd_run(argv)
     except AudioEvalError as err:
         if _rank() == 0:

@@ -218,6 +218,7 @@ class Evaluator:
                     "episode": request.rid.episode,
                     "episode_id": request.info["sample_info"].get("episode_id"),
                     "shots": request.rid.shots,
+                    "metadata": request.info["sample_info"]["metadata"],
                     "request_key": request.content_key(self.model.identity),
                     "messages": describe_messages(request.messages),
                     "gen_kwargs": request.gen_kwargs,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import time
@@ -156,6 +157,7 @@ def run_evaluation(cfg: RunConfig, topology: Topology | None = None) -> dict[str
                 "version": t.config.version,
                 "shots": t.shots,
                 "n_episodes": len(t.indices),
+                "builder_file": builder_file(t.builder),
                 "config": t.config.resolved(),
             }
             for t in tasks
@@ -193,6 +195,11 @@ def run_evaluation(cfg: RunConfig, topology: Topology | None = None) -> dict[str
         (run_dir / "summary.md").write_text(table + "\n")
     output["table"] = table
     return output
+
+
+def builder_file(builder: Any) -> str:
+    """Where the builder's code lives, so a viewer can rebuild episodes of a task given by file path."""
+    return str(Path(inspect.getfile(type(builder))).resolve())
 
 
 def _redact(args: dict[str, Any]) -> dict[str, Any]:
