@@ -6,6 +6,7 @@ record gains later are shown as they are."""
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 # Record fields the detail view lays out itself; any other field is listed under "other fields".
@@ -120,11 +121,15 @@ def summarise(record: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+_CODE = re.compile(r"^[^\s\d]{1,40}$")  # a short code such as a constraint id: no spaces, no digits
+
+
 def facets(summaries: list[dict[str, Any]], max_values: int = 40) -> dict[str, list[list[Any]]]:
-    """Metadata keys worth filtering on, with [value, samples] pairs. A key qualifies when, within some task,
-    its value varies between episodes and some value is shared by two or more episodes (a key that never
-    varies within a task repeats the task filter; one unique to each episode, an id or a question, groups
-    nothing), and it takes at most max_values values."""
+    """Metadata keys worth filtering on, with [value, samples] pairs: keys that take 2..max_values values,
+    vary within some task (a key constant within each task repeats the task filter) and group episodes (some
+    value is shared by two or more episodes of a task). A key unique to each episode is a facet only when its
+    values are short codes (a constraint id in a run too short to repeat one); ids, numbers and questions are
+    not."""
     per_task: dict[str, dict[str, dict[int, Any]]] = {}  # key -> task -> episode -> value
     samples_by_value: dict[str, dict[Any, int]] = {}
     for s in summaries:
@@ -134,18 +139,15 @@ def facets(summaries: list[dict[str, Any]], max_values: int = 40) -> dict[str, l
             counts[value] = counts.get(value, 0) + 1
     out = {}
     for key, tasks in per_task.items():
-        if len(samples_by_value[key]) > max_values:
+        values = samples_by_value[key]
+        if len(values) > max_values:
             continue
-        groups = False
-        for by_episode in tasks.values():
-            values = list(by_episode.values())
-            distinct = set(values)
-            if len(distinct) >= 2 and len(distinct) < len(values):
-                groups = True
-                break
-        if groups:
-            ordered = sorted(samples_by_value[key], key=lambda v: (v is None, str(v)))
-            out[key] = [[v, samples_by_value[key][v]] for v in ordered]
+        varies = [list(by_episode.values()) for by_episode in tasks.values() if len(set(by_episode.values())) > 1]
+        groups = any(len(set(v)) < len(v) for v in varies)
+        codes = all(isinstance(v, str) and _CODE.match(v) for v in values)
+        if varies and (groups or codes):
+            ordered = sorted(values, key=lambda v: (v is None, str(v)))
+            out[key] = [[v, values[v]] for v in ordered]
     return out
 
 

@@ -258,7 +258,7 @@
     });
     const more = state.matches.length > state.shown
       ? h("button", { class: "more", onclick: () => { state.shown += PAGE; renderList(); } }, `show ${Math.min(PAGE, state.matches.length - state.shown)} more`)
-      : null;
+      : "";
     list.replaceChildren(h("div", { class: "list-head", id: "match-count" }, `${state.matches.length} of ${data.samples.length} samples`), ...rows, more);
   }
 
@@ -291,7 +291,7 @@
   function clipView(part) {
     const head = h("div", { class: "clip-head" },
       part.place ? h("span", { class: "place" }, part.place + (part.role && !["demo", "query", "context"].includes(part.role) ? " · " + part.role : "")) : null,
-      part.label !== null && part.label !== undefined ? h("span", { class: "label", title: "the clip's label in the episode" }, part.label) : null,
+      part.label !== null && part.label !== undefined ? h("span", { class: "label", title: "label in the episode: " + part.label }, part.label) : null,
       h("span", { class: "dur" }, fmt(part.seconds, 2) + " s"));
     if (part.status === "ok") {
       return h("span", { class: "clip ok", dataset: { sha: part.sha256, seconds: part.seconds } }, head,
