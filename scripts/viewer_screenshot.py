@@ -40,7 +40,11 @@ def main() -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     pages = {
-        "viewer.png": ("#/samples/0?task=audioicl_anomaly_detect&k=1&sel=audioicl_anomaly_detect/1/1", 1500, 1180),
+        "viewer.png": (
+            "#/samples/0?task=audioicl_anomaly_detect&k=1&sel=audioicl_anomaly_detect/1/1",
+            1500,
+            1180,
+        ),
         "viewer_compare.png": ("#/compare?task=audioicl_audio_count&k=1&ep=1", 1500, 1250),
     }
     with ViewerServer(Site(runs, ServerLinks()), "127.0.0.1", 0) as server:

@@ -56,7 +56,9 @@ def toy_runs(runs_root: Path) -> list[Path]:
 
 @pytest.fixture(scope="session")
 def toy_run_without_samples(runs_root: Path) -> Path:
-    return make_run(runs_root / "plain", "toy", "chance", log_samples=False, include_path=[str(TOY)], limit="3")
+    return make_run(
+        runs_root / "plain", "toy", "chance", log_samples=False, include_path=[str(TOY)], limit="3"
+    )
 
 
 @pytest.fixture(scope="session")

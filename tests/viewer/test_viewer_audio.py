@@ -33,9 +33,15 @@ def _served_clips_match_the_log(run_dir: Path, task: str, index: int = 0) -> int
     return len(parts)
 
 
-def test_clips_of_each_benchmark_are_rebuilt_identical_to_the_logged_sha256(audioicl_runs, alice_run, adu_run):
-    assert _served_clips_match_the_log(audioicl_runs[0], "audioicl_audio_remap", index=2) >= 9  # k=3: 3 demos x 3
-    assert _served_clips_match_the_log(alice_run, "alice_s1_ser_ceq", index=1) == 2  # k=1: a demo and the query
+def test_clips_of_each_benchmark_are_rebuilt_identical_to_the_logged_sha256(
+    audioicl_runs, alice_run, adu_run
+):
+    assert (
+        _served_clips_match_the_log(audioicl_runs[0], "audioicl_audio_remap", index=2) >= 9
+    )  # k=3: 3 demos x 3
+    assert (
+        _served_clips_match_the_log(alice_run, "alice_s1_ser_ceq", index=1) == 2
+    )  # k=1: a demo and the query
     assert _served_clips_match_the_log(adu_run, "adu_skill") == 1
 
 

@@ -87,7 +87,9 @@ def assert_clips_play(driver) -> int:
     return len(durations)
 
 
-def test_open_filter_listen_and_compare_runs_of_all_three_benchmarks(audioicl_runs, alice_run, adu_run, tmp_path):
+def test_open_filter_listen_and_compare_runs_of_all_three_benchmarks(
+    audioicl_runs, alice_run, adu_run, tmp_path
+):
     with serve(*audioicl_runs, alice_run, adu_run) as server, headless_chromium() as driver:
         # overview: the report's table and its plot
         driver.get(server.url + "#/overview/0")
@@ -118,7 +120,9 @@ def test_open_filter_listen_and_compare_runs_of_all_three_benchmarks(audioicl_ru
         # ALICE: system turn, demo and query with labels; the constraint facet
         driver.get(server.url + "#/samples/2")
         wait(driver, lambda d: count_shown(d) > 0, "the ALICE samples")
-        constraint = driver.find_elements("css selector", "#filter-f\\.instruction_id option")[1].get_attribute("value")
+        constraint = driver.find_elements("css selector", "#filter-f\\.instruction_id option")[
+            1
+        ].get_attribute("value")
         choose(driver, "filter-f.instruction_id", constraint)
         wait(driver, lambda d: 0 < count_shown(d) < 16, "the constraint facet")
         open_first_sample(driver)
@@ -136,11 +140,24 @@ def test_open_filter_listen_and_compare_runs_of_all_three_benchmarks(audioicl_ru
         assert_clips_play(driver)
         choose(driver, "filter-judge", "")
         choose(driver, "filter-f.domain", "daily_question")
-        wait(driver, lambda d: count_shown(d) >= 1 and all("adu_general" in i.text for i in d.find_elements("css selector", "#sample-list .item")), "the domain facet")
+        wait(
+            driver,
+            lambda d: (
+                count_shown(d) >= 1
+                and all(
+                    "adu_general" in i.text for i in d.find_elements("css selector", "#sample-list .item")
+                )
+            ),
+            "the domain facet",
+        )
 
         # compare: shot scaling across the two AudioICL-Bench runs, the same episode side by side
         driver.get(server.url + "#/compare?task=audioicl_audio_length&k=1")
-        wait(driver, lambda d: len(d.find_elements("css selector", "#side-by-side .col")) == 2, "the side-by-side view")
+        wait(
+            driver,
+            lambda d: len(d.find_elements("css selector", "#side-by-side .col")) == 2,
+            "the side-by-side view",
+        )
         columns = driver.find_elements("css selector", "#side-by-side .col")
         assert "dsp-oracle" in columns[0].text and "chance" in columns[1].text
         assert all("RESPONSE" in c.text for c in columns)
@@ -183,7 +200,17 @@ def test_a_static_export_opens_from_disk(audioicl_runs, tmp_path):
         open_first_sample(driver)
         assert assert_clips_play(driver) >= 1
         driver.get((out / "index.html").as_uri() + "#/compare")
-        wait(driver, lambda d: len(d.find_elements("css selector", "#side-by-side .col")) == 2, "the exported compare view")
+        wait(
+            driver,
+            lambda d: len(d.find_elements("css selector", "#side-by-side .col")) == 2,
+            "the exported compare view",
+        )
         driver.get((out / "index.html").as_uri() + "#/overview/0")
-        wait(driver, lambda d: d.execute_script("const i = document.querySelector('.figures img'); return i && i.naturalWidth"), "the report plot")
+        wait(
+            driver,
+            lambda d: d.execute_script(
+                "const i = document.querySelector('.figures img'); return i && i.naturalWidth"
+            ),
+            "the report plot",
+        )
         assert Path(out / "files" / "0" / "audioicl_shot_scaling.png").is_file()

@@ -20,7 +20,9 @@ def _data(folder: Path, path: str):
 
 def test_export_writes_pages_data_and_each_distinct_clip_once(adu_run, tmp_path):
     out = tmp_path / "site"
-    code, stdout, err = run_cli(["view", str(adu_run), "--export", str(out), "--limit", "2", "--tasks", "adu_skill"])
+    code, stdout, err = run_cli(
+        ["view", str(adu_run), "--export", str(out), "--limit", "2", "--tasks", "adu_skill"]
+    )
     assert code == 0, err
     assert "open it in a browser, no server needed" in stdout
     assert (out / "index.html").is_file() and (out / "static" / "app.js").is_file()

@@ -55,7 +55,10 @@ def test_nothing_outside_the_run_folders_is_served(toy_runs, tmp_path):
                 assert b"SECRET" not in body and b"root:" not in body
             status, headers, body = get(server, "/files/0/results.json")
             assert status == 200 and json.loads(body)["seed"] == 0
-            assert "nosniff" in headers["X-Content-Type-Options"] and "default-src 'none'" in headers["Content-Security-Policy"]
+            assert (
+                "nosniff" in headers["X-Content-Type-Options"]
+                and "default-src 'none'" in headers["Content-Security-Policy"]
+            )
             assert get(server, "/static/app.js")[0] == 200
     finally:
         link.unlink()
@@ -77,7 +80,9 @@ def test_audio_answers_byte_ranges(toy_runs):
         status, headers, whole = get(server, url)
         assert status == 200 and headers["Accept-Ranges"] == "bytes"
         status, headers, part = get(server, url, {"Range": "bytes=4-11"})
-        assert status == 206 and part == whole[4:12] and headers["Content-Range"] == f"bytes 4-11/{len(whole)}"
+        assert (
+            status == 206 and part == whole[4:12] and headers["Content-Range"] == f"bytes 4-11/{len(whole)}"
+        )
         assert get(server, url, {"Range": f"bytes={len(whole)}-"})[0] == 416
 
 
@@ -197,12 +202,14 @@ def test_overview_shows_reports_failures_settings_timing_and_versions(adu_run):
     results = json.loads((Path(adu_run) / "results.json").read_text())
     with serve(adu_run) as server:
         html = api(server, "run/0/overview")["html"]
-        samples = api(server, "run/0/samples")
-    assert "<h2>ADU-Bench report: openai (model=lalm)</h2>" in html  # each report is a section under its title
+    assert (
+        "<h2>ADU-Bench report: openai (model=lalm)</h2>" in html
+    )  # each report is a section under its title
     assert "Datasets (Table 2)" in html and "<table>" in html
     assert 'src="files/0/adu_bench_domains.png"' in html  # the report's figure, served from the run folder
-    assert results["judges"]["judge-x"]["failed_verdicts"] > 0  # the fake judge gives no number for about a third of the answers
-    assert f"<td class=\"num bad\">{results['judges']['judge-x']['failed_verdicts']}</td>" in html
+    # the fake judge gives no number for about a third of the answers
+    assert results["judges"]["judge-x"]["failed_verdicts"] > 0
+    assert f'<td class="num bad">{results["judges"]["judge-x"]["failed_verdicts"]}</td>' in html
     assert "Judge failures" in html and "judge-x (holistic)" in html
     assert "Run settings" in html and "Timing" in html and "Versions" in html
     assert results["versions"]["torch"] in html

@@ -25,7 +25,9 @@ FLAGS = (
 
 
 def _binaries() -> tuple[str | None, str | None]:
-    browser = os.environ.get("AUDIOEVAL_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+    browser = (
+        os.environ.get("AUDIOEVAL_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+    )
     driver = os.environ.get("AUDIOEVAL_CHROMEDRIVER") or shutil.which("chromedriver")
     return browser, driver
 

@@ -21,9 +21,18 @@ def view_parser() -> argparse.ArgumentParser:
         "the model heard (rebuilt from the run's recorded task configs and checked against the logged sha256), and "
         "runs side by side. Serves a local web app, or writes a static site with --export.",
     )
-    p.add_argument("runs", nargs="+", metavar="RUN_DIR", help="run folder(s): OUTPUT_PATH/<model>/<timestamp>")
-    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port to serve on (default {DEFAULT_PORT}; 0: any free port)")
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
+    p.add_argument(
+        "runs", nargs="+", metavar="RUN_DIR", help="run folder(s): OUTPUT_PATH/<model>/<timestamp>"
+    )
+    p.add_argument(
+        "--port",
+        type=int,
+        default=DEFAULT_PORT,
+        help=f"port to serve on (default {DEFAULT_PORT}; 0: any free port)",
+    )
+    p.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)"
+    )
     p.add_argument("--export", metavar="DIR", help="write a static site to DIR instead of serving")
     p.add_argument("--tasks", help="with --export: only these tasks (comma list)")
     p.add_argument("--limit", type=int, help="with --export: only the first N episodes of each task")

@@ -55,7 +55,9 @@ class RunFolder:
     def open(cls, path: str | Path) -> RunFolder:
         folder = Path(path).expanduser()
         if not folder.exists():
-            raise UsageError(f"{folder}: no such folder. Give a run folder (OUTPUT_PATH/<model>/<timestamp>).")
+            raise UsageError(
+                f"{folder}: no such folder. Give a run folder (OUTPUT_PATH/<model>/<timestamp>)."
+            )
         if not folder.is_dir():
             raise UsageError(f"{folder}: not a folder. Give a run folder (OUTPUT_PATH/<model>/<timestamp>).")
         folder = folder.resolve()
@@ -65,7 +67,9 @@ class RunFolder:
         if not results_path.is_file() and not marker.is_file():
             raise UsageError(_not_a_run_message(folder))
         results = _read_results(results_path) if results_path.is_file() else None
-        incomplete = marker.read_text(encoding="utf-8", errors="replace").strip() if marker.is_file() else None
+        incomplete = (
+            marker.read_text(encoding="utf-8", errors="replace").strip() if marker.is_file() else None
+        )
         run = cls(folder, results, incomplete)
         for task, files in sample_files.items():
             run._index(task, files)

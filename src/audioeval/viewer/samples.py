@@ -113,7 +113,9 @@ def summarise(record: dict[str, Any]) -> dict[str, Any]:
         "judged": bool(rows),
         "judge_failure": any(r["failed"] for r in rows),
         "judge_errors": [
-            f"{r['judge']} ({r['role']}): {_short(r['error']) or 'no verdict in the reply'}" for r in rows if r["failed"]
+            f"{r['judge']} ({r['role']}): {_short(r['error']) or 'no verdict in the reply'}"
+            for r in rows
+            if r["failed"]
         ],
         "cached": bool(record.get("cached")),
         "latency_s": record.get("latency_s"),
@@ -142,7 +144,9 @@ def facets(summaries: list[dict[str, Any]], max_values: int = 40) -> dict[str, l
         values = samples_by_value[key]
         if len(values) > max_values:
             continue
-        varies = [list(by_episode.values()) for by_episode in tasks.values() if len(set(by_episode.values())) > 1]
+        varies = [
+            list(by_episode.values()) for by_episode in tasks.values() if len(set(by_episode.values())) > 1
+        ]
         groups = any(len(set(v)) < len(v) for v in varies)
         codes = all(isinstance(v, str) and _CODE.match(v) for v in values)
         if varies and (groups or codes):

@@ -88,7 +88,9 @@ class Handler(BaseHTTPRequestHandler):
             found = self.app.route(segments)
         except Exception:  # noqa: BLE001 - one bad request must not stop the server
             log.exception("view: %s failed", self.path)
-            self._send(HTTPStatus.INTERNAL_SERVER_ERROR, b"internal error\n", "text/plain; charset=utf-8", head)
+            self._send(
+                HTTPStatus.INTERNAL_SERVER_ERROR, b"internal error\n", "text/plain; charset=utf-8", head
+            )
             return
         if found is None:
             self._not_found(head)
@@ -231,7 +233,9 @@ class ViewerServer:
                     f"--port {port}: port {port} on {host} is already in use. Stop what is using it, or pick "
                     "another port with --port (--port 0 picks a free one)."
                 ) from err
-            raise UsageError(f"--host {host} --port {port}: cannot listen there ({err.strerror or err}).") from err
+            raise UsageError(
+                f"--host {host} --port {port}: cannot listen there ({err.strerror or err})."
+            ) from err
         self.httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
 

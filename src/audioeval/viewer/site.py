@@ -107,7 +107,8 @@ class Site:
             "facets": found,
             "scores": {t: self.outcome_scores(run, t) for t in run.tasks},
             "higher_is_better": {
-                t: ((run.task_config(t) or {}).get("config") or {}).get("higher_is_better") or {} for t in run.tasks
+                t: ((run.task_config(t) or {}).get("config") or {}).get("higher_is_better") or {}
+                for t in run.tasks
             },
             "samples": rows,
         }
@@ -135,7 +136,10 @@ class Site:
         rebuilt = self.audio[i].episode(key.task, key.episode) if logged_audio else None
         placed = rebuilt.placed(key.k) if rebuilt is not None else {}
         messages = [
-            {"role": m.get("role"), "parts": [self._part(i, key, p, rebuilt, placed) for p in m.get("content") or []]}
+            {
+                "role": m.get("role"),
+                "parts": [self._part(i, key, p, rebuilt, placed) for p in m.get("content") or []],
+            }
             for m in record.get("messages") or []
         ]
         clips = [p for m in messages for p in m["parts"] if p["type"] == "audio"]
@@ -195,7 +199,9 @@ class Site:
         # the next unclaimed place of this audio; identical audio in more places than expected keeps the last
         hit = candidates.pop(0) if len(candidates) > 1 else (candidates[0] if candidates else None)
         if hit is None and rebuilt is not None:
-            hit = rebuilt.find(sha)  # placed where the episode does not say (a custom template): still this audio
+            hit = rebuilt.find(
+                sha
+            )  # placed where the episode does not say (a custom template): still this audio
         if hit is not None:
             out.update(
                 status="ok",
@@ -214,7 +220,10 @@ class Site:
         series: dict[tuple[str, str], dict[str, Any]] = {}
         for i, run in enumerate(self.runs):
             results = run.results or {}
-            for kind, block in (("task", results.get("results") or {}), ("group", results.get("groups") or {})):
+            for kind, block in (
+                ("task", results.get("results") or {}),
+                ("group", results.get("groups") or {}),
+            ):
                 for name, per_k in block.items():
                     entry = series.setdefault(
                         (kind, name), {"name": name, "kind": kind, "metrics": [], "points": {}}
