@@ -10,6 +10,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -106,13 +107,14 @@ class RunFolder:
         self.summaries = [s for s in self.summaries if wanted(s)]
         kept = {SampleKey(s["task"], s["episode"], s["k"]) for s in self.summaries}
         self._where = {key: where for key, where in self._where.items() if key in kept}
+        self.__dict__.pop("tasks", None)
 
     # --- what the pages need ----------------------------------------------------------------------------
     @property
     def has_samples(self) -> bool:
         return bool(self._where)
 
-    @property
+    @cached_property
     def tasks(self) -> list[str]:
         """Tasks in the order the run evaluated them, then any that only have sample logs."""
         names = list((self.results or {}).get("configs") or {})

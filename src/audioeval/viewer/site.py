@@ -22,8 +22,9 @@ from audioeval.viewer.regenerate import SHA_DIFFERS, EpisodeClips, RebuiltClip, 
 from audioeval.viewer.run_folder import RunFolder, SampleKey
 from audioeval.viewer.samples import extra_fields, facets, verdicts
 
-# Per-sample scores that count failures rather than measure the answer: never the default outcome score.
-_FAILURE_SCORE = re.compile(r"(_rate\b|_rate@|fail|_missing$|_errors$|_words$)")
+# Per-sample scores that count failures, or are parts of a ratio, rather than measure the answer: never the
+# default outcome score or plotted metric.
+_FAILURE_SCORE = re.compile(r"(_rate\b|fail|_missing$|_errors$|_words$)")
 _SAMPLE_PATH = re.compile(r"^run/(\d+)/sample/([A-Za-z0-9_.\-]+)/(\d+)/(\d+)$")
 
 
