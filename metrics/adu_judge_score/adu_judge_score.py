@@ -25,8 +25,7 @@ aggregation uses them and does not report them.
 import datasets
 import evaluate
 
-from audioeval.adu.domains import domain_stratum
-from audioeval.adu.domains import domain_weight
+from audioeval.adu.domains import domain_stratum, domain_weight
 
 ROLES = ("holistic", "correctness")
 PER_JUDGE = (

@@ -23,7 +23,7 @@ def stable_seed(*parts: Any) -> int:
 class Aggregation:
     """`mean` of one per-sample score; `ratio` = sum(numerator) / sum(denominator) (e.g. corpus WER); or
     `stratified`: the mean of each stratum (per-sample stratum ids), combined with the strata's weights
-    (a per-sample column holding its stratum's weight), bootstrapped within each stratum. Inputs:
+    (a per-sample column holding its stratum's weight), bootstrapped over samples. Inputs:
     (score,), (numerator, denominator) or (score, stratum, weight)."""
 
     kind: str
@@ -97,24 +97,44 @@ def _strata(stratum: np.ndarray, weight: np.ndarray) -> list[tuple[np.ndarray, f
 def _stratified_resamples(
     values: np.ndarray, strata: list[tuple[np.ndarray, float]], n_resamples: int, rng: np.random.Generator
 ) -> np.ndarray:
+    """Resample the samples (with replacement, like every other mean here) and recombine the strata means,
+    weights renormalised over the strata a resample holds. Resampling within strata instead would give a
+    stratum of one sample no uncertainty at all."""
+    n, n_strata = len(values), len(strata)
+    code = np.empty(n, dtype=np.int64)
+    for s_index, (members, _) in enumerate(strata):
+        code[members] = s_index
     weights = np.array([w for _, w in strata])
-    total = np.zeros(n_resamples, dtype=np.float64)
-    for members, weight in strata:
-        column = values[members]
-        for start in range(0, n_resamples, _CHUNK):
-            stop = min(start + _CHUNK, n_resamples)
-            idx = rng.integers(0, len(column), size=(stop - start, len(column)))
-            total[start:stop] += weight * column[idx].mean(axis=1)
-    return total / weights.sum()
+    out = np.empty(n_resamples, dtype=np.float64)
+    chunk = max(1, min(_CHUNK, 4_000_000 // n))  # bounds the memory of one chunk's index arrays
+    for start in range(0, n_resamples, chunk):
+        stop = min(start + chunk, n_resamples)
+        rows = stop - start
+        idx = rng.integers(0, n, size=(rows, n))
+        flat = (np.arange(rows)[:, None] * n_strata + code[idx]).ravel()
+        counts = np.bincount(flat, minlength=rows * n_strata).reshape(rows, n_strata)
+        sums = np.bincount(flat, weights=values[idx].ravel(), minlength=rows * n_strata).reshape(
+            rows, n_strata
+        )
+        present = counts > 0
+        means = np.divide(sums, counts, out=np.zeros_like(sums), where=present)
+        out[start:stop] = (means * weights).sum(axis=1) / (present * weights).sum(axis=1)
+    return out
 
 
 def _stratified_stderr(values: np.ndarray, stratum: np.ndarray, weight: np.ndarray) -> float:
+    """Of the weighted strata means; a stratum of one sample borrows the pooled within-stratum variance
+    (the variance of all samples when no stratum has two)."""
     strata = _strata(stratum, weight)
     weights = np.array([w for _, w in strata])
-    variances = [
-        values[m].var(ddof=1) / len(m) if len(m) > 1 else 0.0 for m, _ in strata
-    ]  # of each stratum's mean
-    return float(np.sqrt(np.sum(weights**2 * np.array(variances))) / weights.sum())
+    sizes = np.array([len(m) for m, _ in strata])
+    within = [values[m].var(ddof=1) if len(m) > 1 else np.nan for m, _ in strata]
+    if (sizes > 1).any():
+        pooled = float(np.nansum((sizes - 1) * np.array(within)) / (sizes[sizes > 1] - 1).sum())
+    else:
+        pooled = float(values.var(ddof=1)) if len(values) > 1 else 0.0
+    variances = np.where(sizes > 1, np.nan_to_num(within), pooled) / sizes
+    return float(np.sqrt(np.sum(weights**2 * variances)) / weights.sum())
 
 
 def percentile_ci(distribution: np.ndarray) -> list[float]:

@@ -271,7 +271,9 @@ class JudgePanel:
             if failed:
                 self.failed_verdicts[judge.judge_id] = self.failed_verdicts.get(judge.judge_id, 0) + 1
             if out_of_range:
-                self.out_of_range_verdicts[judge.judge_id] = self.out_of_range_verdicts.get(judge.judge_id, 0) + 1
+                self.out_of_range_verdicts[judge.judge_id] = (
+                    self.out_of_range_verdicts.get(judge.judge_id, 0) + 1
+                )
             if role.verdict == "result_text":
                 value = None if failed else values[0]
             else:
