@@ -133,11 +133,12 @@ def test_the_correctness_prompt_is_the_same_for_built_in_and_released_items(tmp_
         with FakeOpenAIServer(reply=judge_reply("10", "10")) as server:
             run(server, tmp_path / folder, tasks="adu_ambiguity", limit=limit, task_args=task_args)
             prompts = [prompt_text(r) for r in judge_requests(server)]
-        return [p for p in prompts if CORRECTNESS_ASK in p and item.reference in p]
+        return [p for p in prompts if item.reference in p]  # a pause item: its correctness prompts
 
     built_in = correctness_prompts({}, "8", "builtin")
     from_files = correctness_prompts({"data_dir": str(released)}, None, "released")
     assert len(built_in) == 2 and built_in == from_files  # both orders, word for word
+    assert all(CORRECTNESS_ASK in p for p in built_in)
 
 
 def test_empty_responses_score_zero_are_counted_and_cost_no_judge_call(tmp_path: Path):
