@@ -174,6 +174,17 @@ def test_empty_responses_score_zero_are_counted_and_cost_no_judge_call(tmp_path:
     assert f"| ADU-General | {len(rows)} | 0 | {len(empty)} | judge-a | 0 | 0 |" in report
 
 
+def test_a_model_answering_nothing_scores_zero_for_every_judge(tmp_path: Path):
+    """No judge is asked about empty responses, yet each judge's columns hold their zeros."""
+    with FakeOpenAIServer(reply=lambda body: "" if not is_judge(body) else "9") as server:
+        out = run(server, tmp_path, limit="3", judges=[{"model": "judge-a"}, {"model": "judge-b"}])
+        assert not judge_requests(server)
+    metrics = out["results"]["adu_general"]["0-shot"]
+    for key in ("score", "score@judge-a", "score@judge-b", "score_ref_first@judge-b", "position_bias@judge-a"):
+        assert metrics[key] == 0.0 and f"{key}_missing" not in metrics
+    assert metrics["empty_response_rate"] == 1.0
+
+
 @pytest.mark.parametrize(
     ("faults", "judge_args", "reply", "fails"),
     [
