@@ -180,7 +180,13 @@ def test_a_model_answering_nothing_scores_zero_for_every_judge(tmp_path: Path):
         out = run(server, tmp_path, limit="3", judges=[{"model": "judge-a"}, {"model": "judge-b"}])
         assert not judge_requests(server)
     metrics = out["results"]["adu_general"]["0-shot"]
-    for key in ("score", "score@judge-a", "score@judge-b", "score_ref_first@judge-b", "position_bias@judge-a"):
+    for key in (
+        "score",
+        "score@judge-a",
+        "score@judge-b",
+        "score_ref_first@judge-b",
+        "position_bias@judge-a",
+    ):
         assert metrics[key] == 0.0 and f"{key}_missing" not in metrics
     assert metrics["empty_response_rate"] == 1.0
 
