@@ -27,6 +27,7 @@ def domain_figure(summary: dict[str, Any], model: str) -> Any:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
 
     datasets = [d for d, b in summary["datasets"].items() if b["domains"]]
     judges = list(summary["judges"])
@@ -39,19 +40,19 @@ def domain_figure(summary: dict[str, Any], model: str) -> Any:
         series = _series(block, judges)
         width = 0.8 / len(series)
         x = np.arange(len(names))
+        handles = []
         for s_index, (judge, domains) in enumerate(series):
             offsets = x - 0.4 + width * (s_index + 0.5)
             color = COLORS[s_index % len(COLORS)]
             for xpos, name in zip(offsets, names, strict=True):
                 _bar(ax, xpos, width, domains.get(name), color)
-            if judge is not None:
-                ax.bar([], [], color=color, label=judge)  # legend entry
+            handles.append(Patch(color=color, label=judge))
         ax.set_xticks(x, [domain_label(n) for n in names], rotation=60, ha="right", fontsize=8)
         ax.set_ylim(0, 10.8)
         ax.set_title(DATASETS.get(ds, ds))
         ax.set_ylabel("judge score (0-10)")
         if judges:
-            ax.legend(loc="upper right", fontsize=7)
+            ax.legend(handles=handles, loc="upper right", fontsize=7)
     fig.suptitle(f"ADU-Bench per domain: {model}")
     fig.tight_layout()
     return fig
@@ -66,7 +67,7 @@ def _bar(ax: Any, xpos: float, width: float, s: dict[str, Any] | None, color: st
     lo, hi = s["ci95"]
     yerr = [[mean - (lo if lo is not None else mean)], [(hi if hi is not None else mean) - mean]]
     ax.bar(xpos, mean, width, yerr=yerr, capsize=2, color=color)
-    ax.text(xpos, mean + 0.15, f"{mean:.1f}", ha="center", va="bottom", fontsize=6)
+    ax.text(xpos, mean + yerr[1][0] + 0.1, f"{mean:.1f}", ha="center", va="bottom", fontsize=6)
 
 
 def plot(summary: dict[str, Any], model: str, path: Path) -> Path:
