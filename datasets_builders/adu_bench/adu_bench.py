@@ -17,6 +17,7 @@ from typing import Any
 
 import datasets
 
+from audioeval.adu import about
 from audioeval.adu.domains import DATASETS
 from audioeval.adu.episodes import describe_item, episode_to_row, hub_features, make_episode
 from audioeval.adu.queries import QueryItem, check_unique, read_query_file
@@ -53,6 +54,7 @@ def interleave_domains(items: list[QueryItem]) -> list[QueryItem]:
 
 class ADUBench(EpisodeBuilder):
     BUILDER_CONFIG_CLASS = ADUBenchConfig
+    ABOUT = about.ABOUT
     BUILDER_CONFIGS = [ADUBenchConfig(name=name, description=title) for name, title in DATASETS.items()]
     VERSION = datasets.Version("1.0.0")
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import datasets
 
-from audioeval.alice import CATEGORIES, TASKS
+from audioeval.alice import CATEGORIES, TASKS, about
 from audioeval.alice.episodes import item_features, item_row, make_episode, pool_features, pool_row
 from audioeval.alice.items import PoolEntry, TestItem
 from audioeval.alice.source import AliceSource, open_source
@@ -61,6 +61,7 @@ class Alice(EpisodeBuilder):
     Speech-IFEval / ALICE copy was given."""
 
     BUILDER_CONFIG_CLASS = AliceConfig
+    ABOUT = about.ABOUT
     BUILDER_CONFIGS = [
         *(AliceConfig(name=f"{t}_{c}", task=t, category=c) for t in TASKS for c in CATEGORIES),
         AliceConfig(name=POOL_CONFIG, task="all", category="pool"),

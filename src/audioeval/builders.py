@@ -36,6 +36,7 @@ from typing import Any
 import datasets
 import numpy as np
 
+from audioeval.about import BenchmarkAbout
 from audioeval.audio.wav import PCM16_SCALE, decode_wav, encode_wav
 from audioeval.errors import ConfigError, unknown_name_message
 from audioeval.resources import builders_dir
@@ -77,6 +78,35 @@ def standard_features(sampling_rate: int) -> datasets.Features:
             "metadata": datasets.Value("string"),
         }
     )
+
+
+def standard_feature_descriptions(metadata: str, fields: str) -> dict[str, str]:
+    """Descriptions of every `standard_features` path, for dataset cards; `metadata` and `fields` say what the
+    benchmark's JSON strings hold."""
+    clip = {
+        "role": "what the clip is in the episode (e.g. demo, query, letter)",
+        "label": "the clip's own label when the prompt shows one (null otherwise)",
+        "audio": "the clip, 16-bit PCM WAV",
+    }
+    out = {
+        "id": "episode id (unique within the config)",
+        "index": "episode index: the episode is a pure function of (config, seed, index)",
+        "context": "reference clips shown before the demonstrations (empty for most tasks)",
+        "demos": "the demonstrations, max_shots of them; a k-shot prompt uses the first k",
+        "demos[]": "one demonstration",
+        "demos[].clips": "the demonstration's clips, in prompt order",
+        "demos[].label": "the demonstration's answer",
+        "demos[].fields": fields,
+        "query": "the question the model answers",
+        "query.clips": "the query's clips, in prompt order",
+        "query.label": "the reference answer",
+        "query.fields": fields,
+        "metadata": metadata,
+    }
+    for prefix in ("context[]", "demos[].clips[]", "query.clips[]"):
+        out[prefix] = "one clip"
+        out.update({f"{prefix}.{name}": text for name, text in clip.items()})
+    return out
 
 
 def _clip_to_row(clip: dict[str, Any]) -> dict[str, Any]:
@@ -149,6 +179,7 @@ class EpisodeBuilder(datasets.GeneratorBasedBuilder):
     """Base class for audioeval builders: episodes on demand, and the same episodes as a `test` split."""
 
     BUILDER_CONFIG_CLASS = EpisodeBuilderConfig
+    ABOUT: BenchmarkAbout | None = None  # paper, licences, corpora, feature descriptions (dataset cards)
 
     # --- the contract -------------------------------------------------------------------------------------
     def num_episodes(self) -> int:
@@ -175,6 +206,9 @@ class EpisodeBuilder(datasets.GeneratorBasedBuilder):
         return episode_to_row(episode)
 
     def _split_generators(self, dl_manager: Any) -> list[datasets.SplitGenerator]:
+        # checked here, before `datasets` starts writing: a bad argument or source folder surfaces as our
+        # message, not wrapped in a DatasetGenerationError
+        self.validate()
         return [datasets.SplitGenerator(name=datasets.Split.TEST, gen_kwargs={})]
 
     def _generate_examples(self) -> Iterator[tuple[int, dict[str, Any]]]:
