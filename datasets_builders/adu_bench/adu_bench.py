@@ -19,7 +19,7 @@ import datasets
 
 from audioeval.adu import about
 from audioeval.adu.domains import DATASETS
-from audioeval.adu.episodes import describe_item, episode_to_row, hub_features, make_episode
+from audioeval.adu.episodes import describe_item, episode_to_row, hub_features, make_episode, row_to_episode
 from audioeval.adu.queries import QueryItem, check_unique, read_query_file
 from audioeval.adu.render import MODES, Variation, choose_variation, render
 from audioeval.adu.upstream import load_clip, read_dataset
@@ -172,3 +172,6 @@ class ADUBench(EpisodeBuilder):
 
     def to_row(self, episode: dict[str, Any]) -> dict[str, Any]:
         return episode_to_row(episode)
+
+    def episode_reader(self, open_config: Any) -> Any:
+        return row_to_episode

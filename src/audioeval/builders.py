@@ -27,7 +27,7 @@ import inspect
 import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -205,6 +205,11 @@ class EpisodeBuilder(datasets.GeneratorBasedBuilder):
     def to_row(self, episode: dict[str, Any]) -> dict[str, Any]:
         return episode_to_row(episode)
 
+    def episode_reader(self, open_config: Callable[[str], Any]) -> Callable[[dict[str, Any]], dict[str, Any]]:
+        """How a stored row of this config (`to_row`'s layout) becomes the episode again, for runs on built or
+        Hub data; `open_config(name)` gives another config's rows of the same dataset (e.g. a demo pool)."""
+        return row_to_episode
+
     def _split_generators(self, dl_manager: Any) -> list[datasets.SplitGenerator]:
         # checked here, before `datasets` starts writing: a bad argument or source folder surfaces as our
         # message, not wrapped in a DatasetGenerationError
@@ -217,6 +222,12 @@ class EpisodeBuilder(datasets.GeneratorBasedBuilder):
             yield index, self.to_row(self.episode(index))
 
 
+def builder_names() -> list[str]:
+    """The shipped builders: the folders of datasets_builders/ holding `<name>/<name>.py`."""
+    root = builders_dir()
+    return sorted(p.name for p in root.iterdir() if (p / f"{p.name}.py").is_file()) if root.is_dir() else []
+
+
 def _module_path(name: str, base_dir: Path | None) -> Path:
     candidate = Path(name)
     if candidate.suffix == ".py":
@@ -227,9 +238,8 @@ def _module_path(name: str, base_dir: Path | None) -> Path:
     root = builders_dir()
     path = root / name / f"{name}.py"
     if not path.is_file():
-        known = [p.name for p in root.iterdir() if (p / f"{p.name}.py").is_file()] if root.is_dir() else []
         raise ConfigError(
-            unknown_name_message("builder", name, known, f"Builders live in {root}/<name>/<name>.py.")
+            unknown_name_message("builder", name, builder_names(), f"Builders live in {root}/<name>/<name>.py.")
         )
     return path
 

@@ -1,5 +1,5 @@
-"""Command line: `audioeval --tasks ... --model ...` (lm-eval habits), plus `audioeval build`, `audioeval push`
-and `audioeval view`.
+"""Command line: `audioeval --tasks ... --model ...` (lm-eval habits), plus `audioeval build`, `audioeval push`,
+`audioeval corpora` and `audioeval view`.
 
 Works the same under `python -m audioeval` and `accelerate launch -m audioeval`."""
 
@@ -38,7 +38,8 @@ def run_parser() -> argparse.ArgumentParser:
         prog="audioeval",
         description="Evaluate audio-language models on ALICE, AudioICL-Bench and ADU-Bench. "
         "Subcommands: `audioeval build ...` and `audioeval push ...` export datasets (see `audioeval build -h`); "
-        "`audioeval view RUN_DIR` looks at and listens to a run (see `audioeval view -h`).",
+        "`audioeval view RUN_DIR` looks at and listens to a run (see `audioeval view -h`); `audioeval corpora` lists "
+        "the real corpora the builders read and downloads them.",
     )
     p.add_argument(
         "--tasks", "-t", required=True, help="comma list of tasks or groups; `--tasks list` shows them all"
@@ -152,6 +153,11 @@ def main(argv: list[str] | None = None) -> int:
 
             setup_logging("DEBUG" if debug else "INFO")
             return cmd_build(argv[1:]) if argv[0] == "build" else cmd_push(argv[1:])
+        if argv and argv[0] == "corpora":
+            from audioeval.corpora.cli import cmd_corpora
+
+            setup_logging("DEBUG" if debug else "INFO")
+            return cmd_corpora(argv[1:])
         if argv and argv[0] == "view":
             from audioeval.viewer.cli import cmd_view
 

@@ -109,6 +109,17 @@ class TaskParameter:
         return value
 
 
+# Parameters every task has, whatever its YAML declares.
+CORE_PARAMETERS = {
+    "dataset": TaskParameter(
+        name="dataset",
+        default=None,
+        help="read the episodes from a folder written by `audioeval build` or a Hugging Face dataset "
+        "(org/name, org/name@revision) instead of generating them; the run records the revision it read",
+    ),
+}
+
+
 @dataclass
 class TaskConfig:
     name: str
@@ -327,6 +338,13 @@ def load_task_config(path: Path) -> TaskConfig:
             help=spec.get("help", ""),
             builder_kwarg=spec.get("builder_kwarg"),
         )
+
+    for pname, spec in CORE_PARAMETERS.items():
+        if pname in parameters:
+            raise ConfigError(
+                f"{where(pname)}: parameter name {pname!r} is reserved: every task has it ({spec.help})."
+            )
+        parameters[pname] = spec
 
     for key in ("builder_kwargs", "generation_kwargs", "higher_is_better", "metadata"):
         if data.get(key) is not None and not isinstance(data[key], dict):

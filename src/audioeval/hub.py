@@ -20,11 +20,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm.auto import tqdm
 
-from audioeval.builders import builder_config_names, load_builder_class, make_builder
+from audioeval.builders import builder_config_names, builder_names, load_builder_class, make_builder
 from audioeval.card import GENERATION_FLAGS, ConfigStats, card_text, public_parameters, read_card
 from audioeval.errors import UsageError, unknown_name_message
 from audioeval.kvargs import parse_kv
-from audioeval.resources import builders_dir
 
 log = logging.getLogger("audioeval")
 SHARD_BYTES = 256 * 1024 * 1024
@@ -66,11 +65,6 @@ def push_parser() -> argparse.ArgumentParser:
     p.add_argument("--revision", help="branch to push to (default: main)")
     p.add_argument("--commit_message", default="Upload dataset built with audioeval")
     return p
-
-
-def _available_builders() -> list[str]:
-    root = builders_dir()
-    return sorted(p.name for p in root.iterdir() if (p / f"{p.name}.py").is_file()) if root.is_dir() else []
 
 
 def build_command(benchmark: str, configs: list[str], generation: dict[str, Any]) -> str:
@@ -174,7 +168,7 @@ def _approx_bytes(obj: Any) -> int:
 
 def cmd_build(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    available = _available_builders()
+    available = builder_names()
     if args.benchmark not in available and not args.benchmark.endswith(".py"):
         raise UsageError("audioeval build: " + unknown_name_message("benchmark", args.benchmark, available))
     if args.benchmark.endswith(".py"):

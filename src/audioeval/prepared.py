@@ -7,9 +7,11 @@ import logging
 import math
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from audioeval.builders import EpisodeBuilder, make_builder
+from audioeval.builders import EpisodeBuilder, builder_names, make_builder
+from audioeval.dataset_episodes import DatasetEpisodes, open_episodes
 from audioeval.config import TaskConfig
 from audioeval.errors import ConfigError, UsageError, unknown_name_message
 from audioeval.registry import TaskRegistry
@@ -34,6 +36,11 @@ class PreparedTask:
     @property
     def name(self) -> str:
         return self.config.name
+
+    @property
+    def dataset_revision(self) -> dict[str, Any] | None:
+        """Which stored data the episodes came from (`--task_args dataset=`), None when generated."""
+        return self.builder.revision() if isinstance(self.builder, DatasetEpisodes) else None
 
     def episode(self, index: int) -> dict[str, Any]:
         return self.builder.episode(index)
@@ -119,6 +126,8 @@ def prepare_tasks(
         builder = make_builder(
             config.builder, config.builder_config, kwargs, base_dir=config.directory, source=str(config.path)
         )
+        if config.param_values.get("dataset"):
+            builder = _stored_episodes(builder, config, own_args)
         log.debug("builder for %s ready in %.2fs", config.name, time.perf_counter() - started)
         shots_requested = list(num_fewshot) if num_fewshot is not None else list(config.num_fewshot)
         shots = [k for k in shots_requested if k >= config.min_shots]
@@ -144,6 +153,21 @@ def prepare_tasks(
             )
         )
     return prepared
+
+
+def _stored_episodes(builder: EpisodeBuilder, config: TaskConfig, given: dict[str, Any]) -> Any:
+    """`--task_args dataset=...`: the task reads its episodes from that data instead of its builder."""
+    spec = str(config.param_values["dataset"])
+    ignored = [k for k in given if k != "dataset" and config.parameters[k].builder_kwarg]
+    if ignored:
+        log.warning(
+            "%s: %s set with dataset=%s: the stored episodes were generated with the build's own settings, "
+            "so these are ignored",
+            config.name,
+            ", ".join(ignored),
+            spec,
+        )
+    return open_episodes(builder, spec, Path(config.builder).stem, config.split, builder_names())
 
 
 def preflight(tasks: list[PreparedTask], model_cls: Any) -> None:

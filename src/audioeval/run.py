@@ -159,6 +159,7 @@ def run_evaluation(cfg: RunConfig, topology: Topology | None = None) -> dict[str
                 "n_episodes": len(t.indices),
                 "builder_file": builder_file(t.builder),
                 "config": t.config.resolved(),
+                **({"dataset": revision} if (revision := t.dataset_revision) else {}),
             }
             for t in tasks
         },
@@ -199,6 +200,7 @@ def run_evaluation(cfg: RunConfig, topology: Topology | None = None) -> dict[str
 
 def builder_file(builder: Any) -> str:
     """Where the builder's code lives, so a viewer can rebuild episodes of a task given by file path."""
+    builder = getattr(builder, "builder", builder)  # episodes read from data: the builder behind them
     return str(Path(inspect.getfile(type(builder))).resolve())
 
 

@@ -31,6 +31,7 @@ CORPORA = (
         download=Download(
             kind="hub", repo="KuofengGao/ADU-Bench", ref="1dca4a374d5872808d5e879b6d1362e39ac17b0f"
         ),
+        download_note="the Hub revision 1dca4a3, every file checked against the Hub's SHA-256 / git object id",
     ),
 )
 

@@ -53,6 +53,8 @@ CORPORA = (
             # sha256 over "<file>\t<sha256>\n" lines of the 3,000 recordings at that commit
             content_sha256="8dac6ce326e419e9fcfadedf2e4a67d6c08a40968c34bb8fa2b4e27d74753d5a",
         ),
+        download_note="the recordings at commit 26eb9aa (v1.0.10 + 27 commits), checked against their pinned "
+        "SHA-256 digest",
     ),
     Corpus(
         name="osps",
@@ -66,6 +68,7 @@ CORPORA = (
         layout="ROOT/1..5/<id>.wav (any audio file below ROOT is used; files named MIX__* are skipped)",
         check=_check_osps,
         download=Download(kind="zenodo", repo="3665275", ref="3665275"),
+        download_note="every file of the Zenodo record, checked against the record's MD5 sums",
     ),
     Corpus(
         name="esc50",

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from audioeval.audio.wav import encode_wav
-from audioeval.builders import EpisodeBuilder, make_builder
+from audioeval.builders import EpisodeBuilder, builder_names, make_builder
+from audioeval.dataset_episodes import open_episodes
 from audioeval.errors import AudioEvalError
 from audioeval.types import AudioClip
 
@@ -119,12 +120,17 @@ class TaskEpisodes:
                 where = recorded_file or "(not recorded by this run)"
                 raise _Unavailable(f"builder file {name} is not at {where}")
             name = str(recorded_file)
-        return make_builder(
+        builder = make_builder(
             name,
             config.get("builder_config"),
             dict(config.get("builder_kwargs") or {}),
             source=f"task {self.task} as recorded in results.json",
         )
+        stored = (config.get("parameters") or {}).get("dataset")
+        if not stored:
+            return builder
+        # the run read stored episodes: show those (a changed folder shows up as a sha256 mismatch per clip)
+        return open_episodes(builder, str(stored), Path(name).stem, str(config.get("split") or "test"), builder_names())
 
     def episode(self, index: int) -> EpisodeClips:
         with _BUILD_LOCK:
