@@ -167,7 +167,8 @@ def _stored_episodes(builder: EpisodeBuilder, config: TaskConfig, given: dict[st
             ", ".join(ignored),
             spec,
         )
-    return open_episodes(builder, spec, Path(config.builder).stem, config.split, builder_names())
+    benchmark = Path(config.builder).stem
+    return open_episodes(builder, spec, benchmark, config.split, [benchmark, *builder_names()])
 
 
 def preflight(tasks: list[PreparedTask], model_cls: Any) -> None:
