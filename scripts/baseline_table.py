@@ -184,6 +184,18 @@ def _oracle_cell(entry: dict[str, Any] | None, share: float | None) -> str:
     return text + f" ({100 * share:.0f}% drawn)"
 
 
+FSDD_MARK = "FSDD digits ‡"
+
+
+def _fsdd_note(summary: dict[str, Any]) -> str:
+    settings = summary["fsdd"]["settings"]
+    return (
+        f" ‡ the same task with the paper's digits: real Free Spoken Digit Dataset recordings of speaker "
+        f"jackson (`--task_args fsdd_dir=...`; N = {settings['n_episodes']}, seed {settings['seed']}) instead of "
+        "eSpeak NG digits; the operator sounds stay procedural."
+    )
+
+
 def _fsdd_rows(summary: dict[str, Any], task: str, models: list[str]) -> list[str]:
     """The task's rows on real FSDD digits (only the models run there; the others show —)."""
     fsdd = summary.get("fsdd") or {}
@@ -198,7 +210,7 @@ def _fsdd_rows(summary: dict[str, Any], task: str, models: list[str]) -> list[st
             entry = result["tasks"].get(task, {}).get(str(k)) if result else None
             share = result["fallback"].get(task, {}).get(str(k)) if result else None
             cells.append(_oracle_cell(entry, share) if model == "dsp-oracle" else _cell(entry))
-        rows.append(f"| {full} ({short}), FSDD digits ‡ | {k} | {chance} | " + " | ".join(cells) + " | |")
+        rows.append(f"| {full} ({short}), {FSDD_MARK} | {k} | {chance} | " + " | ".join(cells) + " | |")
     return rows
 
 
@@ -246,14 +258,26 @@ def render(summary: dict[str, Any]) -> str:
         "among the results the query's own operands give, which the other baselines do not see. Where another "
         f"model beats Qwen3-Omni in Table III (k=5): {PAPER_BETTER}.",
     ]
-    fsdd = summary.get("fsdd") or {}
-    if fsdd.get("models"):
-        lines[-1] += (
-            f" ‡ the same task with the paper's digits: real Free Spoken Digit Dataset recordings of speaker "
-            f"jackson (`--task_args fsdd_dir=...`; N = {fsdd['settings']['n_episodes']}, seed "
-            f"{fsdd['settings']['seed']}) instead of eSpeak NG digits; the operator sounds stay procedural."
-        )
+    if (summary.get("fsdd") or {}).get("models"):
+        lines[-1] += _fsdd_note(summary)
     return "\n".join(lines)
+
+
+def splice_fsdd_rows(readme: Path, summary: dict[str, Any]) -> None:
+    """Put the FSDD rows (and their footnote) into the README's existing table, after each task's own rows:
+    for a run of the FSDD rows alone, without the eSpeak results this script would need to redraw the table."""
+    text = readme.read_text(encoding="utf-8")
+    lines = [line for line in text.split("\n") if FSDD_MARK not in line]
+    header = next(i for i, line in enumerate(lines) if line.startswith("| task | k | chance (paper) |"))
+    models = [c.strip(" `") for c in lines[header].split("|")[4:-2]]
+    for task, (short, full, _chance) in TASKS.items():
+        rows = _fsdd_rows(summary, task, models)
+        if rows:
+            last = max(i for i, line in enumerate(lines) if line.startswith(f"| {full} ({short}) | "))
+            lines[last + 1 : last + 1] = rows
+    note = next(i for i, line in enumerate(lines) if line.startswith("† every answer"))
+    lines[note] = lines[note].split(" ‡ ")[0] + _fsdd_note(summary)
+    readme.write_text("\n".join(lines), encoding="utf-8")
 
 
 def update_readme(readme: Path, table: str) -> None:
@@ -316,7 +340,9 @@ def main(argv: list[str] | None = None) -> int:
         }
         summary = {"settings": settings, "models": {}}
         previous = json.loads(summary_path.read_text()) if summary_path.exists() else {}
-        if previous.get("settings") == settings:  # keep the other models' results of a run with the same settings
+        if (
+            previous.get("settings") == settings
+        ):  # keep the other models' results of a run with the same settings
             summary["models"] = previous.get("models", {})
         fsdd_settings = {k: v for k, v in settings.items() if k != "tasks"} | {"tasks": ",".join(FSDD_TASKS)}
         summary["fsdd"] = {"settings": fsdd_settings, "models": {}}
@@ -342,6 +368,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[baseline_table] {model} (FSDD): {result['wall_seconds']} s", flush=True)
             summary_path.write_text(json.dumps(json.loads(json.dumps(summary)), indent=1) + "\n")
         summary = json.loads(summary_path.read_text())
+    if not summary["models"]:  # only the FSDD rows were run: put them into the README's table
+        if args.update_readme and (summary.get("fsdd") or {}).get("models"):
+            splice_fsdd_rows(args.update_readme, summary)
+            print(f"updated: {args.update_readme} (the FSDD rows of {SECTION})")
+        return 0
     table = render(summary)
     (args.output_dir / "baseline_table.md").write_text(table + "\n")
     print(table)

@@ -64,8 +64,14 @@ def test_listing_names_every_corpus_with_source_licence_layout_and_download():
     assert code == 0, err
     for bench in ("audioicl_bench:", "alice:", "adu_bench:"):
         assert bench in out
-    for name, licence in (("fsdd", "cc-by-sa-4.0"), ("esc50", "cc-by-nc-3.0"), ("osps", "other"),
-                          ("dcase", "unknown"), ("alice", "unknown"), ("adu-bench", "unknown")):
+    for name, licence in (
+        ("fsdd", "cc-by-sa-4.0"),
+        ("esc50", "cc-by-nc-3.0"),
+        ("osps", "other"),
+        ("dcase", "unknown"),
+        ("alice", "unknown"),
+        ("adu-bench", "unknown"),
+    ):
         block = out.split(f"  {name}  ", 1)[1].split("\n  ", 7)
         assert f"licence:  {licence}" in "\n".join(block)
     assert "fsdd_dir=DIR" in out and "ROOT/recordings/<digit>_<speaker>_<take>.wav" in out
@@ -126,7 +132,9 @@ def test_a_corpus_with_the_wrong_layout_is_refused_naming_what_is_missing(web, t
     _nothing_left(destination)
 
     (remote_tree / "meta").mkdir()
-    (remote_tree / "meta" / "esc50.csv").write_text("filename,fold,target\n1-100-A-0.wav,1,0\n1-101-A-3.wav,1,3\n")
+    (remote_tree / "meta" / "esc50.csv").write_text(
+        "filename,fold,target\n1-100-A-0.wav,1,0\n1-101-A-3.wav,1,3\n"
+    )
     web.files[url] = _zip(remote_tree, tmp_path / "esc2.zip", "ESC-50-master")
     code, _, err = run_cli(["corpora", "download", "esc50", "--to", str(destination)])
     assert code == 2 and "missing from audio/: 1-101-A-3.wav" in err
@@ -179,7 +187,9 @@ class FakeHub:
         source = self.repos[(repo, revision)]
         for path in source.rglob("*"):
             rel = path.relative_to(source).as_posix()
-            if path.is_file() and (not allow_patterns or any(fnmatch.fnmatch(rel, p) for p in allow_patterns)):
+            if path.is_file() and (
+                not allow_patterns or any(fnmatch.fnmatch(rel, p) for p in allow_patterns)
+            ):
                 (dest / rel).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy(path, dest / rel)
 
@@ -205,11 +215,21 @@ def hub(monkeypatch) -> FakeHub:
 
 
 def _adu_release(root: Path) -> Path:
-    for dataset, subset, domain in (("General", "helpful_question", "helpful_question"), ("Skill", "math", "math"),
-                                    ("Multilingual", "chinese", "chinese"), ("Ambiguity", "homophones", "homophones")):
+    for dataset, subset, domain in (
+        ("General", "helpful_question", "helpful_question"),
+        ("Skill", "math", "math"),
+        ("Multilingual", "chinese", "chinese"),
+        ("Ambiguity", "homophones", "homophones"),
+    ):
         audio = f"ADU-{dataset}/{domain}/0001_en_AndrewMultilingualNeural.wav"
         tone_wav(root / audio)
-        row = {"question": "What is two plus two?", "answer": "Four.", "audio": audio, "source": "x", "category": ""}
+        row = {
+            "question": "What is two plus two?",
+            "answer": "Four.",
+            "audio": audio,
+            "source": "x",
+            "category": "",
+        }
         path = root / "input" / f"ADU-{dataset}" / f"{subset}.jsonl"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(row) + "\n")

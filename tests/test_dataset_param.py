@@ -44,7 +44,9 @@ def test_a_built_folder_gives_the_synthesized_results_and_records_its_content_ha
     synthesized, _ = _run(tmp_path, "synth", "toy_tones", "knn-icl", "n_episodes=6", *toy)
     stored, err = _run(tmp_path, "stored", "toy_tones", "knn-icl", f"dataset={toy_build},n_episodes=50", *toy)
     _same_run(synthesized, stored, "toy_tones")
-    assert "n_episodes set with dataset=" in err and "ignored" in err  # the stored rows decide, with a warning
+    assert (
+        "n_episodes set with dataset=" in err and "ignored" in err
+    )  # the stored rows decide, with a warning
     record = load_results(stored)["configs"]["toy_tones"]["dataset"]
     files = [toy_build / "README.md", *sorted((toy_build / "tones").glob("*.parquet"))]
     assert record["kind"] == "local" and record["sha256"] == content_digest(toy_build, files)
@@ -65,8 +67,20 @@ def test_a_built_folder_gives_the_synthesized_results_and_records_its_content_ha
 def test_audioicl_from_a_built_folder_equals_the_synthesized_run(tmp_path):
     built = tmp_path / "icl_hub"
     code, _, err = run_cli(
-        ["build", "audioicl_bench", "--output_dir", str(built), "--configs", "morse_letter,audio_remap",
-         "--n_episodes", "3", "--seed", "1", "--max_shots", "3"]
+        [
+            "build",
+            "audioicl_bench",
+            "--output_dir",
+            str(built),
+            "--configs",
+            "morse_letter,audio_remap",
+            "--n_episodes",
+            "3",
+            "--seed",
+            "1",
+            "--max_shots",
+            "3",
+        ]
     )
     assert code == 0, err
     tasks = "audioicl_morse_letter,audioicl_audio_remap"
@@ -81,8 +95,18 @@ def test_alice_from_a_built_folder_reads_demonstration_audio_from_the_pool_confi
     copy = write_layout(tmp_path / "alice_copy")
     built = tmp_path / "alice_hub"
     code, _, err = run_cli(
-        ["build", "alice", "--output_dir", str(built), "--configs", "ser_ceq,demo_pool", "--max_shots", "2",
-         "--builder_args", f"data_dir={copy},check_audio=false"]
+        [
+            "build",
+            "alice",
+            "--output_dir",
+            str(built),
+            "--configs",
+            "ser_ceq,demo_pool",
+            "--max_shots",
+            "2",
+            "--builder_args",
+            f"data_dir={copy},check_audio=false",
+        ]
     )
     assert code == 0, err
     common = ["--num_fewshot", "0,1,2"]
@@ -101,7 +125,9 @@ def _hub_cache(root: Path, build: Path, repo: str = "org/toy") -> Path:
     return root
 
 
-def test_a_hub_dataset_is_read_from_the_cache_offline_and_its_commit_recorded(toy_build, tmp_path, monkeypatch):
+def test_a_hub_dataset_is_read_from_the_cache_offline_and_its_commit_recorded(
+    toy_build, tmp_path, monkeypatch
+):
     from huggingface_hub import constants
 
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(_hub_cache(tmp_path / "hub_cache", toy_build)))
@@ -112,14 +138,25 @@ def test_a_hub_dataset_is_read_from_the_cache_offline_and_its_commit_recorded(to
         _same_run(local, hub, "toy_tones")
         record = load_results(hub)["configs"]["toy_tones"]["dataset"]
         assert record["kind"] == "hub" and record["repo_id"] == "org/toy" and record["revision"] == SHA
-    code, _, err = run_cli(["--include_path", str(TOY), "--tasks", "toy_tones", "--model", "chance",
-                            "--task_args", "dataset=org/elsewhere"])
+    code, _, err = run_cli(
+        [
+            "--include_path",
+            str(TOY),
+            "--tasks",
+            "toy_tones",
+            "--model",
+            "chance",
+            "--task_args",
+            "dataset=org/elsewhere",
+        ]
+    )
     assert code == 2 and "not in the local Hugging Face cache" in err
 
 
 def _fails(task_args: str, tasks: str = "toy_tones") -> str:
-    code, _, err = run_cli(["--include_path", str(TOY), "--tasks", tasks, "--model", "chance",
-                            "--task_args", task_args])
+    code, _, err = run_cli(
+        ["--include_path", str(TOY), "--tasks", tasks, "--model", "chance", "--task_args", task_args]
+    )
     assert code == 2, err
     return err
 
@@ -166,4 +203,7 @@ def test_the_benchmark_name_means_generating_the_episodes(tmp_path):
     named, _ = _run(tmp_path, "named", "toy_tones", "chance", "dataset=toy_tones,n_episodes=6", *toy)
     assert load_results(synthesized)["results"] == load_results(named)["results"]
     assert "dataset" not in load_results(named)["configs"]["toy_tones"]
-    assert json.loads(json.dumps(load_results(named)["task_args"])) == {"dataset": "toy_tones", "n_episodes": 6}
+    assert json.loads(json.dumps(load_results(named)["task_args"])) == {
+        "dataset": "toy_tones",
+        "n_episodes": 6,
+    }

@@ -38,12 +38,30 @@ def _python_value(expression: str) -> int:
 def episodes(tmp_path_factory):
     out = tmp_path_factory.mktemp("fsdd") / "hub"
     code, _, err = run_cli(
-        ["build", "audioicl_bench", "--output_dir", str(out), "--configs", "audio_operator,audio_operator_hard",
-         "--n_episodes", "6", "--max_shots", "3", "--seed", "11", "--builder_args", f"fsdd_dir={FSDD}"]
+        [
+            "build",
+            "audioicl_bench",
+            "--output_dir",
+            str(out),
+            "--configs",
+            "audio_operator,audio_operator_hard",
+            "--n_episodes",
+            "6",
+            "--max_shots",
+            "3",
+            "--seed",
+            "11",
+            "--builder_args",
+            f"fsdd_dir={FSDD}",
+        ]
     )
     assert code == 0, err
     return {
-        config: [row_to_episode(r) for f in sorted((out / config).glob("*.parquet")) for r in pq.read_table(f).to_pylist()]
+        config: [
+            row_to_episode(r)
+            for f in sorted((out / config).glob("*.parquet"))
+            for r in pq.read_table(f).to_pylist()
+        ]
         for config in ("audio_operator", "audio_operator_hard")
     }, out
 
@@ -76,7 +94,9 @@ def test_each_clip_starts_with_the_recording_it_names(episodes):
     for episode in rows["audio_operator"] + rows["audio_operator_hard"]:
         for shot in [episode["query"], *episode["demos"]]:
             clip = shot["clips"][0]["audio"]
-            first = operator_task._part(load_audio(FSDD / "recordings" / shot["spoken"][0]["file"], 16000), 16000)
+            first = operator_task._part(
+                load_audio(FSDD / "recordings" / shot["spoken"][0]["file"], 16000), 16000
+            )
             head = clip.samples[: len(first)].astype(np.float64)
             corr = np.corrcoef(head, first)[0, 1]
             assert corr > 0.999, (episode["id"], shot["spoken"][0]["file"], corr)

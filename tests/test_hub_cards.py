@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from audioeval.builders import builder_config_names, builder_names, load_builder_class, make_builder
-from audioeval.card import feature_paths, read_card
+from audioeval.card import feature_paths
 from tests.alice_testutil import isolated_cache, write_layout  # noqa: F401
 from tests.conftest import run_cli
 
@@ -71,13 +71,18 @@ def test_card_read_as_a_hub_user_reads_it(tmp_path):
     card = DatasetCard.load(out / "README.md")
     meta = card.data.to_dict()
     assert meta["pretty_name"] == "AudioICL-Bench episodes (audioeval)"
-    assert meta["license"] == ["apache-2.0", "cc-by-sa-4.0"]  # audioeval's generated audio + the FSDD recordings
+    assert meta["license"] == [
+        "apache-2.0",
+        "cc-by-sa-4.0",
+    ]  # audioeval's generated audio + the FSDD recordings
     assert "audio-classification" in meta["task_categories"] and meta["language"] == ["en"]
     generation = meta["audioeval"]
     assert (generation["seed"], generation["n_episodes"], generation["max_shots"]) == (4, 2, 2)
     assert generation["parameters"] == {"morse_wpm": 18}
     assert generation["sources"] == {"fsdd_dir": "Free Spoken Digit Dataset (a local copy)"}
-    assert set(generation["versions"]) == {"audioeval", "datasets"} and generation["builder_version"] == "1.0.0"
+    assert (
+        set(generation["versions"]) == {"audioeval", "datasets"} and generation["builder_version"] == "1.0.0"
+    )
     body = card.text
     assert "@inproceedings{chen2026audioiclbench" in body and "Interspeech 2026" in body
     assert "publishes no licence" in body and "CC BY-SA" not in meta  # licence words in the body, ids in YAML
@@ -106,8 +111,18 @@ def test_a_build_from_a_local_alice_copy_keeps_its_paths_out(tmp_path):
     write_layout(secret)
     out = tmp_path / "hub"
     code, _, err = run_cli(
-        ["build", "alice", "--output_dir", str(out), "--configs", "ser_ceq,demo_pool", "--max_shots", "2",
-         "--builder_args", f"data_dir={secret},check_audio=false"]
+        [
+            "build",
+            "alice",
+            "--output_dir",
+            str(out),
+            "--configs",
+            "ser_ceq,demo_pool",
+            "--max_shots",
+            "2",
+            "--builder_args",
+            f"data_dir={secret},check_audio=false",
+        ]
     )
     assert code == 0, err
     for file in out.rglob("*"):

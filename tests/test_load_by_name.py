@@ -19,7 +19,7 @@ from tests.conftest import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 
-SCRIPT = r'''
+SCRIPT = r"""
 import hashlib, json, socket, sys
 mode, osps, alice, cache = sys.argv[1:5]
 if mode == "refused":  # no offline switch, but every connection attempt fails
@@ -59,7 +59,7 @@ if mode == "offline":
     out["adu"] = digest(adu.data.table.to_pylist())
     out["configs"] = datasets.get_dataset_config_names("adu_bench")
 print("RESULT " + json.dumps(out))
-'''
+"""
 
 
 def _digest(rows):
@@ -114,7 +114,10 @@ def test_load_by_name_offline_equals_audioeval_build(sources, tmp_path):
 
     built = tmp_path / "built"
     args = ["--n_episodes", "2", "--seed", "5", "--max_shots", "2", "--builder_args", f"osps_dir={osps}"]
-    assert run_cli(["build", "audioicl_bench", "--output_dir", str(built), "--configs", "audio_count", *args])[0] == 0
+    assert (
+        run_cli(["build", "audioicl_bench", "--output_dir", str(built), "--configs", "audio_count", *args])[0]
+        == 0
+    )
     assert result["audioicl"] == _built(built, "audio_count")
     assert result["audioicl_source"] == "osps"  # the source folder passed through as a builder kwarg
 
@@ -123,11 +126,28 @@ def test_load_by_name_offline_equals_audioeval_build(sources, tmp_path):
 
     alice_built = tmp_path / "alice_built"
     alice_args = ["--max_shots", "2", "--builder_args", f"data_dir={alice},check_audio=false"]
-    assert run_cli(["build", "alice", "--output_dir", str(alice_built), "--configs", "ser_ceq", *alice_args])[0] == 0
+    assert (
+        run_cli(["build", "alice", "--output_dir", str(alice_built), "--configs", "ser_ceq", *alice_args])[0]
+        == 0
+    )
     assert result["alice"] == _built(alice_built, "ser_ceq")
 
     adu_built = tmp_path / "adu_built"
-    assert run_cli(["build", "adu_bench", "--output_dir", str(adu_built), "--configs", "general", "--n_episodes", "1"])[0] == 0
+    assert (
+        run_cli(
+            [
+                "build",
+                "adu_bench",
+                "--output_dir",
+                str(adu_built),
+                "--configs",
+                "general",
+                "--n_episodes",
+                "1",
+            ]
+        )[0]
+        == 0
+    )
     assert result["adu"] == _built(adu_built, "general")
     assert result["configs"] == ["general", "skill", "multilingual", "ambiguity"]
 
@@ -137,7 +157,10 @@ def test_load_by_name_with_the_network_refused_and_no_offline_switch(sources, tm
     result = _run("refused", osps, alice, tmp_path)
     built = tmp_path / "built"
     args = ["--n_episodes", "2", "--seed", "5", "--max_shots", "2", "--builder_args", f"osps_dir={osps}"]
-    assert run_cli(["build", "audioicl_bench", "--output_dir", str(built), "--configs", "audio_count", *args])[0] == 0
+    assert (
+        run_cli(["build", "audioicl_bench", "--output_dir", str(built), "--configs", "audio_count", *args])[0]
+        == 0
+    )
     assert result["audioicl"] == _built(built, "audio_count")
 
 
@@ -150,7 +173,16 @@ def test_a_folder_named_like_a_benchmark_keeps_its_meaning(tmp_path, monkeypatch
 
     folder = tmp_path / "audioicl_bench"
     code, _, err = run_cli(
-        ["build", "audioicl_bench", "--output_dir", str(folder), "--configs", "morse_letter", "--n_episodes", "2"]
+        [
+            "build",
+            "audioicl_bench",
+            "--output_dir",
+            str(folder),
+            "--configs",
+            "morse_letter",
+            "--n_episodes",
+            "2",
+        ]
     )
     assert code == 0, err
     monkeypatch.chdir(tmp_path)

@@ -169,7 +169,9 @@ class Alice(EpisodeBuilder):
     def episode_reader(self, open_config: Any) -> Any:
         """Item rows name their demonstrations by pool id; the audio is in the dataset's `demo_pool` config."""
         if self.is_pool:
-            raise ConfigError("alice demo_pool holds demonstrations, not episodes; read a task config such as asr_ceq.")
+            raise ConfigError(
+                "alice demo_pool holds demonstrations, not episodes; read a task config such as asr_ceq."
+            )
         pool = open_config(POOL_CONFIG)
         positions = {pool_id: i for i, pool_id in enumerate(pool.column("pool_id"))}
 

@@ -239,7 +239,9 @@ def _module_path(name: str, base_dir: Path | None) -> Path:
     path = root / name / f"{name}.py"
     if not path.is_file():
         raise ConfigError(
-            unknown_name_message("builder", name, builder_names(), f"Builders live in {root}/<name>/<name>.py.")
+            unknown_name_message(
+                "builder", name, builder_names(), f"Builders live in {root}/<name>/<name>.py."
+            )
         )
     return path
 

@@ -95,7 +95,12 @@ def _looks_like_path(value: Any) -> bool:
 
 
 def size_category(rows: int) -> str:
-    for limit, name in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M")):
+    for limit, name in (
+        (1_000, "n<1K"),
+        (10_000, "1K<n<10K"),
+        (100_000, "10K<n<100K"),
+        (1_000_000, "100K<n<1M"),
+    ):
         if rows < limit:
             return name
     return "n>1M"
@@ -267,7 +272,9 @@ def read_card(folder: Path, what: str) -> CardInfo:
 
 
 def _splits(files: Any, path: Path, name: str) -> dict[str, list[str]]:
-    if isinstance(files, str | list) and not (isinstance(files, list) and files and isinstance(files[0], dict)):
+    if isinstance(files, str | list) and not (
+        isinstance(files, list) and files and isinstance(files[0], dict)
+    ):
         return {"train": [files] if isinstance(files, str) else [str(f) for f in files]}
     if isinstance(files, dict):
         return {str(k): [v] if isinstance(v, str) else list(v) for k, v in files.items()}

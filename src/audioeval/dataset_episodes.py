@@ -16,7 +16,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-from audioeval.card import CardInfo, feature_paths, read_card
+from audioeval.card import feature_paths, read_card
 from audioeval.dataset_location import DatasetLocation, locate
 from audioeval.errors import DataError, unknown_name_message
 
@@ -53,7 +53,9 @@ class ParquetRows:
     def column(self, name: str) -> list[Any]:
         import pyarrow.parquet as pq
 
-        return [v for path in self.files for v in pq.read_table(path, columns=[name]).column(name).to_pylist()]
+        return [
+            v for path in self.files for v in pq.read_table(path, columns=[name]).column(name).to_pylist()
+        ]
 
     def row(self, position: int) -> dict[str, Any]:
         if not 0 <= position < self._total:
@@ -92,7 +94,9 @@ class DatasetEpisodes:
         self._read = builder.episode_reader(self._open)
         first = self.rows.row(0) if len(self.rows) else None
         if first is not None and int(first.get("index", 0)) != 0:
-            raise DataError(f"{self.what}: the first row of config {self.config_name!r} has index {first['index']}, not 0.")
+            raise DataError(
+                f"{self.what}: the first row of config {self.config_name!r} has index {first['index']}, not 0."
+            )
 
     # --- opening -----------------------------------------------------------------------------------------------
     def _check_benchmark(self, benchmark: str) -> None:
@@ -220,4 +224,3 @@ def open_episodes(builder: Any, spec: str, benchmark: str, split: str, known_nam
     if spec == benchmark:
         return builder
     return DatasetEpisodes(builder, locate(spec, known_names), benchmark, split)
-

@@ -72,7 +72,9 @@ def build_command(benchmark: str, configs: list[str], generation: dict[str, Any]
     parts = [f"audioeval build {benchmark} --output_dir <folder> --configs {','.join(configs)}"]
     parts += [f"--{flag} {generation[flag]}" for flag in GENERATION_FLAGS if generation.get(flag) is not None]
     others = [f"{k}={v}" for k, v in generation["parameters"].items()]
-    others += [f"{k}=<{source.removesuffix(' (a local copy)')}>" for k, source in generation["sources"].items()]
+    others += [
+        f"{k}=<{source.removesuffix(' (a local copy)')}>" for k, source in generation["sources"].items()
+    ]
     if others:
         parts.append("--builder_args '" + ",".join(others) + "'")
     return " ".join(parts)

@@ -57,10 +57,9 @@ class _ImportHook:
             spec = finder.find_spec(fullname, path, target)
             if spec is not None and spec.loader is not None and hasattr(spec.loader, "exec_module"):
                 loader = spec.loader
-                run = loader.exec_module
 
-                def exec_module(module: object) -> None:
-                    run(module)
+                def exec_module(module: object, run: object = loader.exec_module) -> None:
+                    run(module)  # type: ignore[operator]
                     _wrap(module)
                     if self in sys.meta_path:
                         sys.meta_path.remove(self)

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from audioeval.builders import EpisodeBuilder, builder_names, make_builder
-from audioeval.dataset_episodes import DatasetEpisodes, open_episodes
 from audioeval.config import TaskConfig
+from audioeval.dataset_episodes import DatasetEpisodes, open_episodes
 from audioeval.errors import ConfigError, UsageError, unknown_name_message
 from audioeval.registry import TaskRegistry
 from audioeval.scoring import TaskScorer

@@ -201,7 +201,9 @@ def check_esc50_listing(root: str | Path) -> None:
     missing = [r["filename"] for r in rows if not (root / "audio" / r["filename"]).is_file()]
     if missing:
         shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
-        raise DataError(f"esc50_dir={root}: {len(missing)} clip(s) listed in meta/esc50.csv are missing from audio/: {shown}.")
+        raise DataError(
+            f"esc50_dir={root}: {len(missing)} clip(s) listed in meta/esc50.csv are missing from audio/: {shown}."
+        )
 
 
 class MachineCorpus:

@@ -32,7 +32,9 @@ def find(name: str) -> Entry:
             return entry
     raise UsageError(
         "audioeval corpora: "
-        + unknown_name_message("corpus", name, [e.corpus.name for e in entries], "`audioeval corpora` lists them.")
+        + unknown_name_message(
+            "corpus", name, [e.corpus.name for e in entries], "`audioeval corpora` lists them."
+        )
     )
 
 

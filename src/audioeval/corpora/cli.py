@@ -1,8 +1,8 @@
 """`audioeval corpora`: list the real corpora (per benchmark), download one, or check a local copy.
 
-    audioeval corpora [--benchmark NAME]
-    audioeval corpora download NAME --to DIR [--overwrite]
-    audioeval corpora check NAME DIR
+audioeval corpora [--benchmark NAME]
+audioeval corpora download NAME --to DIR [--overwrite]
+audioeval corpora check NAME DIR
 """
 
 from __future__ import annotations
@@ -23,7 +23,9 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command")
     download = sub.add_parser("download", help="fetch a corpus from its public home into DIR, checked")
     download.add_argument("name", help="corpus name, as `audioeval corpora` lists it")
-    download.add_argument("--to", required=True, type=Path, help="destination folder (must not exist or be empty)")
+    download.add_argument(
+        "--to", required=True, type=Path, help="destination folder (must not exist or be empty)"
+    )
     download.add_argument("--overwrite", action="store_true", help="replace a non-empty destination")
     check = sub.add_parser("check", help="check that a local folder has the layout the builder reads")
     check.add_argument("name")
@@ -42,7 +44,9 @@ def cmd_corpora(argv: list[str]) -> int:
 
         where = install(entry.corpus, args.to, overwrite=args.overwrite)
         arg = entry.corpus.builder_args[0]
-        print(f"{entry.corpus.title}: downloaded and checked into {where}; use it with --task_args {arg}={where}")
+        print(
+            f"{entry.corpus.title}: downloaded and checked into {where}; use it with --task_args {arg}={where}"
+        )
         return 0
     entry.corpus.check(args.folder.expanduser())
     print(f"{args.folder}: a complete {entry.corpus.title} layout")

@@ -30,7 +30,9 @@ def install(corpus: Corpus, destination: Path, overwrite: bool = False) -> Path:
         )
     destination = destination.expanduser().resolve()
     if destination.exists() and any(destination.iterdir()) and not overwrite:
-        raise UsageError(f"--to {destination} exists and is not empty; choose another folder or pass --overwrite.")
+        raise UsageError(
+            f"--to {destination} exists and is not empty; choose another folder or pass --overwrite."
+        )
     destination.parent.mkdir(parents=True, exist_ok=True)
     staging = destination.parent / f".{destination.name}.downloading-{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
@@ -82,7 +84,9 @@ def _github(spec: Download, root: Path, work: Path) -> None:
     top = tops[0] if len(tops) == 1 and tops[0].is_dir() else unpacked  # GitHub archives have one top folder
     source = top / spec.subdir if spec.subdir else top
     if not source.is_dir():
-        raise DataError(f"{url}: the archive has no folder {spec.subdir!r}; the repository layout has changed.")
+        raise DataError(
+            f"{url}: the archive has no folder {spec.subdir!r}; the repository layout has changed."
+        )
     source.rename(root)
 
 

@@ -21,7 +21,9 @@ def http_get(url: str, dest: Path) -> None:
         with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response, dest.open("wb") as out:
             shutil.copyfileobj(response, out, length=1 << 20)
     except OSError as err:  # URLError, HTTPError, timeouts and disk errors are all OSErrors
-        raise DataError(f"download of {url} failed: {err}. Check the network and run the command again.") from err
+        raise DataError(
+            f"download of {url} failed: {err}. Check the network and run the command again."
+        ) from err
 
 
 def github_archive_url(repo: str, ref: str) -> str:
@@ -31,7 +33,9 @@ def github_archive_url(repo: str, ref: str) -> str:
 def zenodo_files(record: str) -> list[dict[str, str]]:
     """The files of a Zenodo record: [{name, url, md5}], from the record's public JSON."""
     url = f"https://zenodo.org/api/records/{record}"
-    request = urllib.request.Request(url, headers={"Accept": "application/json", "User-Agent": "audioeval-corpora"})
+    request = urllib.request.Request(
+        url, headers={"Accept": "application/json", "User-Agent": "audioeval-corpora"}
+    )
     try:
         with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
             data: Any = json.load(response)
@@ -42,7 +46,9 @@ def zenodo_files(record: str) -> list[dict[str, str]]:
         links = item.get("links") or {}
         algorithm, _, digest = str(item.get("checksum", "")).partition(":")
         if algorithm != "md5" or not digest:
-            raise DataError(f"Zenodo record {record}: file {item.get('key')!r} has no MD5 checksum to verify.")
+            raise DataError(
+                f"Zenodo record {record}: file {item.get('key')!r} has no MD5 checksum to verify."
+            )
         files.append({"name": item["key"], "url": links.get("content") or links["self"], "md5": digest})
     if not files:
         raise DataError(f"Zenodo record {record} lists no files.")
@@ -71,6 +77,4 @@ def hub_checksums(repo: str, revision: str) -> dict[str, tuple[str, str]]:
         files = [f for f in tree if isinstance(f, RepoFile)]
     except Exception as err:  # noqa: BLE001
         raise DataError(f"cannot list the files of Hugging Face dataset {repo}@{revision}: {err}.") from err
-    return {
-        f.path: ("sha256", f.lfs.sha256) if f.lfs is not None else ("git-sha1", f.blob_id) for f in files
-    }
+    return {f.path: ("sha256", f.lfs.sha256) if f.lfs is not None else ("git-sha1", f.blob_id) for f in files}

@@ -130,7 +130,9 @@ class TaskEpisodes:
         if not stored:
             return builder
         # the run read stored episodes: show those (a changed folder shows up as a sha256 mismatch per clip)
-        return open_episodes(builder, str(stored), Path(name).stem, str(config.get("split") or "test"), builder_names())
+        return open_episodes(
+            builder, str(stored), Path(name).stem, str(config.get("split") or "test"), builder_names()
+        )
 
     def episode(self, index: int) -> EpisodeClips:
         with _BUILD_LOCK:
