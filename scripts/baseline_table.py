@@ -192,7 +192,8 @@ def _fsdd_note(summary: dict[str, Any]) -> str:
     return (
         f" ‡ the same task with the paper's digits: real Free Spoken Digit Dataset recordings of speaker "
         f"jackson (`--task_args fsdd_dir=...`; N = {settings['n_episodes']}, seed {settings['seed']}) instead of "
-        "eSpeak NG digits; the operator sounds stay procedural."
+        "eSpeak NG digits; the operator sounds stay procedural (only these rows: `python scripts/baseline_table.py "
+        "--only fsdd --update_readme README.md`)."
     )
 
 

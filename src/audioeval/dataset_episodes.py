@@ -9,6 +9,7 @@ a run that synthesizes the episodes with the build's seed. Rows are read one par
 
 from __future__ import annotations
 
+import bisect
 import glob
 import logging
 import threading
@@ -38,6 +39,7 @@ class ParquetRows:
                 self._groups.append((path, group, total))
                 total += meta.row_group(group).num_rows
         self._total = total
+        self._starts = [first for _, _, first in self._groups]
         self._cache: OrderedDict[tuple[Path, int], list[dict[str, Any]]] = OrderedDict()
         self._keep = keep
         self._lock = threading.Lock()
@@ -60,8 +62,7 @@ class ParquetRows:
     def row(self, position: int) -> dict[str, Any]:
         if not 0 <= position < self._total:
             raise IndexError(f"row {position} is out of range: the data holds {self._total} rows")
-        group = max(i for i, g in enumerate(self._groups) if g[2] <= position)
-        path, number, first = self._groups[group]
+        path, number, first = self._groups[bisect.bisect_right(self._starts, position) - 1]
         with self._lock:
             rows = self._cache.get((path, number))
             if rows is None:
