@@ -117,7 +117,7 @@ def prepare_tasks(
         config.builder_kwargs = kwargs
         started = time.perf_counter()
         builder = make_builder(
-            config.builder, config.builder_config, kwargs, base_dir=config.directory, source=str(config.path)
+            config.builder, config.builder_config, kwargs, base_dir=config.dir_of("builder"), source=str(config.path)
         )
         log.debug("builder for %s ready in %.2fs", config.name, time.perf_counter() - started)
         shots_requested = list(num_fewshot) if num_fewshot is not None else list(config.num_fewshot)

@@ -64,7 +64,7 @@ class TaskScorer:
         self.parse_takes_info = "sample_info" in inspect.signature(self.parse).parameters
         self.metrics = []
         for spec in task.metrics:
-            module = load_metric(_metric_path(spec["name"], task.directory))
+            module = load_metric(_metric_path(spec["name"], task.dir_of("metrics")))
             accepted = set(inspect.signature(module._compute).parameters)
             self.metrics.append((spec, module, accepted))
 
