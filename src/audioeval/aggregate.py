@@ -14,8 +14,8 @@ def _metric_block(summaries: dict[str, MetricSummary], n: int, errors: int) -> d
     block: dict[str, Any] = {}
     for name, s in summaries.items():
         block[name] = s.value
-        block[f"{name}_stderr"] = s.stderr
-        block[f"{name}_ci95"] = s.ci95
+        block[f"{name}_stderr"] = s.stderr  # NaN (null in results.json) when not measured
+        block[f"{name}_ci95"] = s.ci95 if s.has_ci else None
         if s.missing:
             block[f"{name}_missing"] = s.missing
     block["n"] = n
@@ -68,7 +68,7 @@ def aggregate_groups(
                 s = summarize_group([task_summaries[t][k][name] for t in members])
                 block[name] = s.value
                 block[f"{name}_stderr"] = s.stderr
-                block[f"{name}_ci95"] = s.ci95
+                block[f"{name}_ci95"] = s.ci95 if s.has_ci else None
             block["n"] = sum(task_summaries[t][k][names[0]].n for t in members) if names else 0
             block["subtasks"] = members
             per_k[f"{k}-shot"] = block

@@ -63,10 +63,17 @@ class TaskScorer:
         # A parser may declare `sample_info` to read per-sample facts (e.g. which format to undo).
         self.parse_takes_info = "sample_info" in inspect.signature(self.parse).parameters
         self.metrics = []
+        self.metric_files: list[Path] = []  # for the preflight import check (requirements.py)
         for spec in task.metrics:
-            module = load_metric(_metric_path(spec["name"], task.dir_of("metrics")))
+            path = _metric_path(spec["name"], task.dir_of("metrics"))
+            module = load_metric(path)
             accepted = set(inspect.signature(module._compute).parameters)
             self.metrics.append((spec, module, accepted))
+            self.metric_files.append(path / f"{path.name}.py")
+
+    @property
+    def parser_module(self) -> str:
+        return getattr(self.parse, "func", self.parse).__module__
 
     def score(self, samples: list[SampleToScore], judgments: list[Any] | None = None) -> list[dict[str, Any]]:
         """Per-sample records: {"prediction", "parse_failure", "scores": {name: float | None}}."""
