@@ -233,7 +233,10 @@ def builder_config_names(cls: type[datasets.DatasetBuilder]) -> list[str]:
 def make_builder(
     name: str, config_name: str | None, kwargs: dict[str, Any], base_dir: Path | None = None, source: str = ""
 ) -> EpisodeBuilder:
-    cls = load_builder_class(name, base_dir)
+    try:
+        cls = load_builder_class(name, base_dir)
+    except ConfigError as err:
+        raise ConfigError(f"{source}: {err}" if source else str(err)) from err
     names = builder_config_names(cls)
     if config_name is not None and names and config_name not in names:
         raise ConfigError(f"{source or name}: " + unknown_name_message("builder config", config_name, names))

@@ -43,20 +43,6 @@ def _shots(text: str) -> list[int]:
     return values
 
 
-def _resamples(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(
-            f"expected a whole number of resamples such as 10000, got {text!r}"
-        ) from err
-    if value < 0:
-        raise argparse.ArgumentTypeError(
-            f"expected 0 (no confidence intervals) or more resamples, got {text!r}"
-        )
-    return value
-
-
 def run_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="audioeval",
@@ -89,7 +75,7 @@ def run_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--no_cache", action="store_true", help="neither read nor write the response cache")
     p.add_argument(
-        "--bootstrap_iters", type=_resamples, default=10_000, help="bootstrap resamples for 95%% CIs (0: off)"
+        "--bootstrap_iters", type=int, default=10_000, help="bootstrap resamples for 95%% CIs (0: off)"
     )
     p.add_argument(
         "--judge", action="append", default=[], help="judge backend(s), e.g. openai; repeat or comma-separate"
@@ -121,6 +107,10 @@ def cmd_run(argv: list[str]) -> int:
     setup_logging(args.verbosity)
     if args.batch_size < 1:
         raise UsageError(f"--batch_size must be at least 1, got {args.batch_size}.")
+    if args.bootstrap_iters < 0:
+        raise UsageError(
+            f"--bootstrap_iters must be 0 (no confidence intervals) or more resamples, got {args.bootstrap_iters}."
+        )
     if args.tasks.strip() == "list":
         from audioeval.registry import TaskRegistry
 

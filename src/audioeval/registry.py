@@ -112,12 +112,18 @@ class TaskRegistry:
         if name in self.tasks:
             return [name]
         if name not in self.groups:
-            hint = "Run --tasks list."
+            same_name = [err for where, err in self.broken.items() if Path(where).stem == name]
+            if same_name:
+                raise ConfigError(f"task or group {name!r} is unavailable: {same_name[0]}")
+            message = unknown_name_message("task or group", name, self.names(), "Run --tasks list.")
             if self.broken:
-                hint += f" {len(self.broken)} task file(s) could not be read and may define it: " + "; ".join(
-                    self.broken.values()
+                message = (
+                    f"{len(self.broken)} task file(s) could not be read and may define {name!r}: "
+                    + "; ".join(self.broken.values())
+                    + " Otherwise: "
+                    + message
                 )
-            raise UsageError(unknown_name_message("task or group", name, self.names(), hint))
+            raise UsageError(message)
         if name in _stack:
             raise ConfigError(f"group cycle: {' -> '.join(_stack + (name,))}.")
         out: list[str] = []

@@ -76,10 +76,10 @@ def check_judge_args(names: list[str], args: list[dict[str, Any]]) -> list[type[
 
     classes = []
     for i, (name, judge_args) in enumerate(zip(names, args, strict=True)):
-        cls = get_model_class(name)
         backend_args = {k: v for k, v in judge_args.items() if k != "id" and k not in JUDGE_SAMPLING_KEYS}
         sampling = {k: v for k, v in judge_args.items() if k in JUDGE_SAMPLING_KEYS}
         try:
+            cls = get_model_class(name)
             check_model_args(cls, backend_args)
             cls.check_gen_kwargs(sampling, "--judge_args", backend_args)
         except Exception as err:

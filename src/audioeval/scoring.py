@@ -65,7 +65,10 @@ class TaskScorer:
         self.metrics = []
         self.metric_files: list[Path] = []  # for the preflight import check (requirements.py)
         for spec in task.metrics:
-            path = _metric_path(spec["name"], task.dir_of("metrics"))
+            try:
+                path = _metric_path(spec["name"], task.dir_of("metrics"))
+            except ConfigError as err:
+                raise ConfigError(f"{task.path}: {err}") from err
             module = load_metric(path)
             accepted = set(inspect.signature(module._compute).parameters)
             self.metrics.append((spec, module, accepted))
