@@ -249,7 +249,7 @@ def test_log_messages_and_errors_are_redacted(caplog):
         (["--model", "openai", "--model_args", "model=x", "--gen_kwargs", "max_new_token=5"], "Did you mean: max_new_tokens"),
         (["--model", "chance", "--gen_kwargs", "temprature=0"], "Did you mean: temperature"),
         (["--model", "openai", "--model_args", "model=x", "--gen_kwargs", "temperature=hot"], "temperature expects a number"),
-        (["--model", "chance", "--judge", "openai", "--judge_args", "model=j,temperature=hot"], "--judge openai (judge 1)"),
+        (["--model", "chance", "--judge", "openai", "--judge_args", "model=j,temperature=hot"], "--judge openai (judge 1): --judge_args: model 'openai': temperature expects a number"),
     ],
 )  # fmt: skip
 def test_bad_values_are_one_line_errors(extra, message):
