@@ -4,6 +4,7 @@ OpenAI-compatible endpoint, `vllm serve`). Audio goes as `input_audio` parts hol
 from __future__ import annotations
 
 import base64
+import re
 from typing import Any
 
 from audioeval.api_client import ChatClient, EndpointSettings
@@ -32,6 +33,15 @@ _KWARG_MAP = {
 # --gen_kwargs extra_body.NAME=VALUE sends NAME as is (a server's own field, e.g. vLLM's min_tokens)
 EXTRA_BODY = "extra_body."
 
+# OpenAI's reasoning models (o1, o3, o4-mini, gpt-5, gpt-5-mini, ...; optionally behind a `provider/` prefix)
+# refuse `max_tokens` and accept no temperature but their default
+_REASONING_NAME = re.compile(r"^(?:[^/]+/)?(?:o[1-9]|gpt-5)(?:$|[-.])", re.IGNORECASE)
+FAMILIES = ("auto", "chat", "reasoning")
+
+
+def is_reasoning_model(model: str) -> bool:
+    return bool(_REASONING_NAME.match(model.strip()))
+
 
 def to_openai_messages(
     messages: tuple[Message, ...] | list[Message], audio_format: str = "wav"
@@ -57,16 +67,23 @@ def to_openai_messages(
 
 
 def completion_payload(
-    request: Request, defaults: dict[str, Any], token_limit_field: str = "max_tokens"
+    request: Request,
+    defaults: dict[str, Any],
+    token_limit_field: str = "max_tokens",
+    reasoning: bool = False,
 ) -> dict[str, Any]:
     """Chat Completions fields for a request. `token_limit_field` names the field that carries the token limit:
-    `max_tokens`, or `max_completion_tokens` for endpoints (newer OpenAI models) that refuse the former."""
+    `max_tokens`, or `max_completion_tokens` for endpoints (newer OpenAI models) that refuse the former.
+    `reasoning`: the model has no greedy decoding, so a greedy request (temperature 0 or unset) sends no
+    temperature; an explicit non-zero temperature is still sent."""
     kwargs = {**defaults, **request.gen_kwargs}
     payload: dict[str, Any] = {"messages": to_openai_messages(request.messages)}
     extra: dict[str, Any] = {}
     do_sample = kwargs.pop("do_sample", None)
+    if reasoning and kwargs.get("temperature") == 0:
+        kwargs["temperature"] = None
     # temperature=None asks for no temperature field at all (some reasoning models accept none but their default)
-    omit_temperature = "temperature" in kwargs and kwargs["temperature"] is None
+    omit_temperature = reasoning or ("temperature" in kwargs and kwargs["temperature"] is None)
     for key, value in kwargs.items():
         if value is None:
             continue
@@ -112,14 +129,21 @@ class OpenAIChatModel(Model):
         max_retries: int = 6,
         timeout: float = 120.0,
         max_tokens: int | None = None,
-        token_limit_field: str = "max_tokens",
+        token_limit_field: str | None = None,
+        family: str = "auto",
         **kwargs: Any,
     ) -> None:
-        if token_limit_field not in ("max_tokens", "max_completion_tokens"):
+        if family not in FAMILIES:
+            raise ModelError(f"family={family}: use one of {', '.join(FAMILIES)}.")
+        if token_limit_field not in (None, "max_tokens", "max_completion_tokens"):
             raise ModelError(
                 f"--model_args token_limit_field={token_limit_field}: use max_tokens or max_completion_tokens."
             )
-        self.token_limit_field = token_limit_field
+        # auto: o1/o3/o4/gpt-5 style names get the reasoning-model fields; family=chat|reasoning overrides
+        self.reasoning = family == "reasoning" or (family == "auto" and is_reasoning_model(str(model)))
+        self.token_limit_field = token_limit_field or (
+            "max_completion_tokens" if self.reasoning else "max_tokens"
+        )
         super().__init__(**kwargs)
         self.settings = EndpointSettings(
             model=model,
@@ -140,6 +164,8 @@ class OpenAIChatModel(Model):
             "base_url": self.settings.base_url,
             "defaults": self.defaults,
             "token_limit_field": self.token_limit_field,
+            # only when set, so chat-model cache keys stay what they were
+            **({"family": "reasoning"} if self.reasoning else {}),
         }
 
     @property
@@ -151,7 +177,9 @@ class OpenAIChatModel(Model):
         return max(self.batch_size, self.settings.num_concurrent * 2)
 
     def generate(self, requests: list[Request]) -> list[Response]:
-        payloads = [completion_payload(r, self.defaults, self.token_limit_field) for r in requests]
+        payloads = [
+            completion_payload(r, self.defaults, self.token_limit_field, self.reasoning) for r in requests
+        ]
         completions = self.client.complete_many(payloads)
         return [
             Response(
