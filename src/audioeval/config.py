@@ -30,7 +30,8 @@ TASK_KEYS = {
     "label_space": "list of labels, or a Jinja expression giving the list per episode (used by `chance`)",
     "parser": "name of the response parser, or {name: ..., args: {...}}",
     "metrics": "list of evaluate metric modules from metrics/: names or {name: ..., args: {...}}",
-    "aggregation": "per-sample score -> aggregation: mean, or {ratio: [numerator, denominator]}",
+    "aggregation": "per-sample score (or glob such as score@*) -> aggregation: mean, {ratio: [numerator, "
+    "denominator]} or {stratified_mean: [stratum, weight]}",
     "higher_is_better": "per-metric direction, e.g. {wer: false}",
     "generation_kwargs": "generation settings passed to the model (merged with --gen_kwargs)",
     "parameters": "task parameters settable with --task_args",
@@ -318,13 +319,15 @@ def load_task_config(path: Path) -> TaskConfig:
     for key, agg in aggregation.items():
         ok = agg == "mean" or (
             isinstance(agg, dict)
-            and set(agg) == {"ratio"}
-            and isinstance(agg["ratio"], list)
-            and len(agg["ratio"]) == 2
+            and len(agg) == 1
+            and set(agg) <= {"ratio", "stratified_mean"}
+            and isinstance(next(iter(agg.values())), list)
+            and len(next(iter(agg.values()))) == 2
         )
         if not ok:
             raise ConfigError(
-                f"{where('aggregation')}: aggregation of {key!r} must be `mean` or `{{ratio: [numerator, denominator]}}`."
+                f"{where('aggregation')}: aggregation of {key!r} must be `mean`, `{{ratio: [numerator, denominator]}}` "
+                "or `{stratified_mean: [stratum, weight]}`."
             )
 
     parameters: dict[str, TaskParameter] = {}

@@ -193,7 +193,8 @@ class Evaluator:
             t0 = time.perf_counter()
             judgments = self.judge.judge(task, [pairs[i][0] for i in ok], to_score)
             timing.judge_s += time.perf_counter() - t0
-        scored = scorer.score(to_score, judgments=judgments)
+        judge_ids = [j.judge_id for j in self.judge.judges] if judgments is not None else None
+        scored = scorer.score(to_score, judgments=judgments, judge_ids=judge_ids)
         by_index = dict(zip(ok, scored, strict=True))
         judgment_of = dict(zip(ok, judgments, strict=True)) if judgments is not None else {}
         window_rows, records = [], []

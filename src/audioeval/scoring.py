@@ -6,11 +6,13 @@ per-sample score. The harness aggregates those itself (stats.py) so it can boots
 
 Optional keyword arguments a metric's `_compute` may declare, filled in by the harness:
 `responses` (raw model text), `parse_failures` (bools), `sample_info` (per-sample dicts with the task,
-k, episode index and episode metadata) and `judgments` (per-sample judge verdict lists, see judges/).
+k, episode index and episode metadata), `judgments` (per-sample judge verdict lists, see judges/) and
+`judge_ids` (the judges' ids in `--judge` order, given whenever judgments are).
 """
 
 from __future__ import annotations
 
+import fnmatch
 import inspect
 import math
 from dataclasses import dataclass
@@ -25,7 +27,7 @@ from audioeval.resources import metrics_dir
 from audioeval.stats import Aggregation
 
 HARNESS_SCORES = ("parse_failure_rate",)
-OPTIONAL_INPUTS = ("responses", "parse_failures", "sample_info", "judgments")
+OPTIONAL_INPUTS = ("responses", "parse_failures", "sample_info", "judgments", "judge_ids")
 
 
 def _metric_path(name: str, task_dir: Path) -> Path:
@@ -78,7 +80,12 @@ class TaskScorer:
     def parser_module(self) -> str:
         return getattr(self.parse, "func", self.parse).__module__
 
-    def score(self, samples: list[SampleToScore], judgments: list[Any] | None = None) -> list[dict[str, Any]]:
+    def score(
+        self,
+        samples: list[SampleToScore],
+        judgments: list[Any] | None = None,
+        judge_ids: list[str] | None = None,
+    ) -> list[dict[str, Any]]:
         """Per-sample records: {"prediction", "parse_failure", "scores": {name: float | None}}."""
         if not samples:
             return []
@@ -98,6 +105,7 @@ class TaskScorer:
             "parse_failures": failures,
             "sample_info": [s.info for s in samples],
             "judgments": judgments,
+            "judge_ids": judge_ids,
         }
         for spec, module, accepted in self.metrics:
             kwargs = dict(spec["args"])
@@ -115,18 +123,26 @@ class TaskScorer:
         ]
 
     def aggregations(self, score_names: list[str]) -> dict[str, Aggregation]:
-        """The reported metrics, in order: declared aggregations, every other per-sample score as a mean,
-        and the harness's own parse_failure_rate last."""
-        declared = {k: Aggregation.from_spec(k, v) for k, v in self.task.aggregation.items()}
-        used_as_inputs = {i for a in declared.values() if a.kind == "ratio" for i in a.inputs}
-        out = dict(declared)
+        """The reported metrics, in order: declared aggregations, every other per-sample score (by the
+        first glob key that matches it, e.g. `score@*`, else as a mean), and the harness's own
+        parse_failure_rate last. Columns that only feed another aggregation are not reported."""
+        exact = {k: v for k, v in self.task.aggregation.items() if not _is_glob(k)}
+        globs = [(k, v) for k, v in self.task.aggregation.items() if _is_glob(k)]
+        out = {k: Aggregation.from_spec(k, v) for k, v in exact.items()}
         for name in score_names:
-            if name not in out and name not in used_as_inputs and name not in HARNESS_SCORES:
-                out[name] = Aggregation.from_spec(name, "mean")
+            if name not in out and name not in HARNESS_SCORES:
+                spec = next((v for k, v in globs if fnmatch.fnmatchcase(name, k)), "mean")
+                out[name] = Aggregation.from_spec(name, spec)
+        helpers = {i for a in out.values() for i in a.helper_inputs}
+        out = {name: agg for name, agg in out.items() if name in exact or name not in helpers}
         for name in HARNESS_SCORES:
             if name in score_names and name not in out:
                 out[name] = Aggregation.from_spec(name, "mean")
         return out
+
+
+def _is_glob(key: str) -> bool:
+    return any(c in key for c in "*?[")
 
 
 def _as_score(value: Any, metric: str, key: str) -> float | None:

@@ -188,7 +188,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--human", required=True, type=Path, help="JSONL of {id, preference: A|B|equal[, annotator]}"
     )
-    p.add_argument("--judge", help="use this judge's score (score@JUDGE) instead of the panel mean")
+    p.add_argument(
+        "--judge", help="use this judge's score (score@JUDGE) instead of the first judge's (score)"
+    )
     p.add_argument(
         "--tie_margin", type=float, default=0.0, help="score differences up to this count as equal"
     )

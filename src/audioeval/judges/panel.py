@@ -15,8 +15,10 @@ are text-only Requests that go through the same response cache as model requests
 identity), so a rerun never pays for a judgment already made.
 
 Per sample, metrics receive `judgments[i] = {role: {judge_id: {"value", "values", "raw", "error"}}}`
-(`value` None means a judge failure: API error or unparsable verdict; swapped roles average both orders
-and fail if either fails). Samples a role does not apply to have no entry for it.
+(`value` None means a judge failure: API error, unparsable verdict or a number outside the verdict's scale;
+swapped roles average both orders and fail if either fails; `out_of_range` says whether a verdict was
+outside the scale). Samples a role does not apply to have no entry for it. Per sample, the judges appear in
+the order they were given (`--judge` order).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from audioeval.errors import ConfigError, UsageError
-from audioeval.judges.verdicts import READERS
+from audioeval.judges.verdicts import READERS, OutOfRange
 from audioeval.models import create_model
 from audioeval.models.base import Model
 from audioeval.templates import compile_file, make_environment, split_turns, template_view, turn_marker
@@ -101,6 +103,7 @@ class JudgePanel:
         self.roles_by_task = roles_by_task
         self.cache: Any = None
         self.failed_verdicts: dict[str, int] = {}  # (sample, role) verdicts that failed, per judge
+        self.out_of_range_verdicts: dict[str, int] = {}  # of those, failed by a number outside the scale
         self.requests_sent: dict[str, int] = {}  # judge requests sent (identical ones once; cache hits not)
 
     @classmethod
@@ -135,6 +138,7 @@ class JudgePanel:
                 "identity": j.model.identity,
                 "requests_sent": self.requests_sent.get(j.judge_id, 0),
                 "failed_verdicts": self.failed_verdicts.get(j.judge_id, 0),
+                "out_of_range_verdicts": self.out_of_range_verdicts.get(j.judge_id, 0),
                 "sampling": j.sampling,
             }
             for j in self.judges
@@ -251,17 +255,25 @@ class JudgePanel:
             role = items[0][0]
             reader = READERS[role.verdict]
             values, raws, errors = [], [], []
+            out_of_range = False
             for _role, text, error in items:
                 raws.append(text)
                 value = reader(text) if text is not None else None
                 if error:
                     errors.append(error)
+                elif isinstance(value, OutOfRange):
+                    errors.append(str(value))
+                    out_of_range, value = True, None
                 elif value is None:
                     errors.append("unparsable verdict")
                 values.append(value)
             failed = any(v is None for v in values)
             if failed:
                 self.failed_verdicts[judge.judge_id] = self.failed_verdicts.get(judge.judge_id, 0) + 1
+            if out_of_range:
+                self.out_of_range_verdicts[judge.judge_id] = (
+                    self.out_of_range_verdicts.get(judge.judge_id, 0) + 1
+                )
             if role.verdict == "result_text":
                 value = None if failed else values[0]
             else:
@@ -271,4 +283,5 @@ class JudgePanel:
                 "values": values,
                 "raw": raws,
                 "error": "; ".join(errors) or None,
+                "out_of_range": out_of_range,
             }
