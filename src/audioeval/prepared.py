@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 import math
 import time
@@ -15,6 +16,7 @@ from audioeval.config import TaskConfig
 from audioeval.dataset_episodes import DatasetEpisodes, open_episodes
 from audioeval.errors import ConfigError, UsageError, unknown_name_message
 from audioeval.registry import TaskRegistry
+from audioeval.requirements import module_source
 from audioeval.scoring import TaskScorer
 from audioeval.templates import PromptRenderer
 from audioeval.types import Request, RequestId
@@ -41,6 +43,20 @@ class PreparedTask:
     def dataset_revision(self) -> dict[str, Any] | None:
         """Which stored data the episodes came from (`--task_args dataset=`), None when generated."""
         return self.builder.revision() if isinstance(self.builder, DatasetEpisodes) else None
+
+    def source_files(self) -> dict[str, list[Path]]:
+        """The code this task runs, by what the user would call it: for the preflight import check."""
+        parser = module_source(self.scorer.parser_module)
+        builder = getattr(self.builder, "builder", self.builder)  # episodes read from data: the builder behind
+        files = {
+            f"the builder of task {self.name}": [Path(inspect.getfile(type(builder)))],
+            f"the metrics of task {self.name}": list(self.scorer.metric_files),
+            f"parser {self.config.parser['name']!r}": [parser] if parser else [],
+        }
+        if self.config.report:
+            report = module_source(self.config.report.partition(":")[0])
+            files[f"report {self.config.report}"] = [report] if report else []
+        return files
 
     def episode(self, index: int) -> dict[str, Any]:
         return self.builder.episode(index)
@@ -82,8 +98,10 @@ def resolve_limit(limit: str | float | int | None, total: int) -> int:
         raise UsageError(
             f"--limit must be a count such as 50 or a fraction such as 0.1, got {limit!r}."
         ) from err
-    if value <= 0:
-        raise UsageError(f"--limit must be positive, got {limit!r}.")
+    if not math.isfinite(value) or value <= 0:
+        raise UsageError(
+            f"--limit must be a positive count such as 50 or a fraction such as 0.1, got {limit!r}."
+        )
     if value < 1.0:
         return max(1, math.ceil(total * value))
     if value != int(value):
@@ -124,7 +142,11 @@ def prepare_tasks(
         config.builder_kwargs = kwargs
         started = time.perf_counter()
         builder = make_builder(
-            config.builder, config.builder_config, kwargs, base_dir=config.directory, source=str(config.path)
+            config.builder,
+            config.builder_config,
+            kwargs,
+            base_dir=config.dir_of("builder"),
+            source=str(config.path),
         )
         if config.param_values.get("dataset"):
             builder = _stored_episodes(builder, config, own_args)
@@ -171,11 +193,16 @@ def _stored_episodes(builder: EpisodeBuilder, config: TaskConfig, given: dict[st
     return open_episodes(builder, spec, benchmark, config.split, [benchmark, *builder_names()])
 
 
-def preflight(tasks: list[PreparedTask], model_cls: Any) -> None:
-    """Render episode 0 of every task at every k: template errors, clip mismatches, missing label spaces
-    and tasks the model has no method for all surface here, before the model is loaded."""
+def preflight(tasks: list[PreparedTask], model_cls: Any, model_args: dict[str, Any] | None = None) -> None:
+    """Render episode 0 of every task at every k: template errors, clip mismatches, missing label spaces,
+    generation settings the model does not take and tasks the model has no method for all surface here,
+    before the model is loaded."""
     for task in tasks:
         model_cls.check_task(task.name, task.config.builder_config)
+        if task.config.generation_kwargs:
+            model_cls.check_gen_kwargs(
+                task.config.generation_kwargs, f"{task.config.path}: generation_kwargs", model_args or {}
+            )
         if not task.indices:
             raise ConfigError(f"{task.config.path}: the builder produced no episodes.")
         episode = task.episode(task.indices[0])
