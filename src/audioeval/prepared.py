@@ -47,7 +47,7 @@ class PreparedTask:
     def source_files(self) -> dict[str, list[Path]]:
         """The code this task runs, by what the user would call it: for the preflight import check."""
         parser = module_source(self.scorer.parser_module)
-        builder = getattr(self.builder, "builder", self.builder)  # episodes read from data: the builder behind
+        builder = getattr(self.builder, "builder", self.builder)  # stored episodes: the builder behind them
         files = {
             f"the builder of task {self.name}": [Path(inspect.getfile(type(builder)))],
             f"the metrics of task {self.name}": list(self.scorer.metric_files),
