@@ -74,6 +74,17 @@ def _built(folder: Path, config: str) -> str:
     return _digest([row for f in files for row in pq.read_table(f).to_pylist()])
 
 
+def _audio_count_build(osps: Path, tmp_path: Path) -> str:
+    """The digest of `audioeval build` rows for the arguments the script passes to load_dataset."""
+    built = tmp_path / "built"
+    args = ["--n_episodes", "2", "--seed", "5", "--max_shots", "2", "--builder_args", f"osps_dir={osps}"]
+    code, _, err = run_cli(
+        ["build", "audioicl_bench", "--output_dir", str(built), "--configs", "audio_count", *args]
+    )
+    assert code == 0, err
+    return _built(built, "audio_count")
+
+
 @pytest.fixture(scope="module")
 def sources(tmp_path_factory):
     from tests.alice_testutil import tone_wav
@@ -112,13 +123,7 @@ def test_load_by_name_offline_equals_audioeval_build(sources, tmp_path):
     result = _run("offline", osps, alice, tmp_path)
     assert result["light_import"]  # `import audioeval` imported neither datasets, torch nor numpy
 
-    built = tmp_path / "built"
-    args = ["--n_episodes", "2", "--seed", "5", "--max_shots", "2", "--builder_args", f"osps_dir={osps}"]
-    assert (
-        run_cli(["build", "audioicl_bench", "--output_dir", str(built), "--configs", "audio_count", *args])[0]
-        == 0
-    )
-    assert result["audioicl"] == _built(built, "audio_count")
+    assert result["audioicl"] == _audio_count_build(osps, tmp_path)
     assert result["audioicl_source"] == "osps"  # the source folder passed through as a builder kwarg
 
     # streaming generates episodes as they are read: the first row cost one episode out of 500
@@ -155,13 +160,7 @@ def test_load_by_name_offline_equals_audioeval_build(sources, tmp_path):
 def test_load_by_name_with_the_network_refused_and_no_offline_switch(sources, tmp_path):
     osps, alice = sources
     result = _run("refused", osps, alice, tmp_path)
-    built = tmp_path / "built"
-    args = ["--n_episodes", "2", "--seed", "5", "--max_shots", "2", "--builder_args", f"osps_dir={osps}"]
-    assert (
-        run_cli(["build", "audioicl_bench", "--output_dir", str(built), "--configs", "audio_count", *args])[0]
-        == 0
-    )
-    assert result["audioicl"] == _built(built, "audio_count")
+    assert result["audioicl"] == _audio_count_build(osps, tmp_path)
 
 
 def test_a_folder_named_like_a_benchmark_keeps_its_meaning(tmp_path, monkeypatch):

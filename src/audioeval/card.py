@@ -106,17 +106,24 @@ def size_category(rows: int) -> str:
     return "n>1M"
 
 
-def card_text(
-    benchmark: str,
-    about: BenchmarkAbout | None,
-    description: str,
-    stats: dict[str, ConfigStats],
-    generation: dict[str, Any],
-    versions: dict[str, str],
-    reproduce: str,
-) -> str:
+@dataclass
+class Build:
+    """What a card says about one `audioeval build`."""
+
+    benchmark: str
+    about: BenchmarkAbout | None
+    description: str  # the builder's docstring, for builders without ABOUT
+    stats: dict[str, ConfigStats]
+    generation: dict[str, Any]  # public_parameters() + builder_version
+    versions: dict[str, str]
+    reproduce: str  # the command line, local paths as placeholders
+
+
+def card_text(build: Build) -> str:
     import datasets
     from huggingface_hub import DatasetCardData
+
+    benchmark, about, stats, generation = build.benchmark, build.about, build.stats, build.generation
 
     used = [about.corpus_for_arg(arg) for arg in generation["sources"]] if about else []
     used = [c for c in dict.fromkeys(used) if c is not None]
@@ -132,7 +139,7 @@ def card_text(
             {"config_name": name, "data_files": [{"split": s.split, "path": f"{name}/{s.split}-*.parquet"}]}
             for name, s in stats.items()
         ],
-        **{CARD_KEY: {"benchmark": benchmark, **generation, "versions": versions}},
+        **{CARD_KEY: {"benchmark": benchmark, **generation, "versions": build.versions}},
     )
     infos = {
         name: datasets.DatasetInfo(
@@ -144,22 +151,14 @@ def card_text(
         for name, s in stats.items()
     }
     datasets.info.DatasetInfosDict(infos).to_dataset_card_data(data)
-    body = _body(benchmark, about, description, stats, generation, versions, used, reproduce)
-    return f"---\n{data.to_yaml()}\n---\n\n{body}"
+    return f"---\n{data.to_yaml()}\n---\n\n{_body(build, used)}"
 
 
-def _body(
-    benchmark: str,
-    about: BenchmarkAbout | None,
-    description: str,
-    stats: dict[str, ConfigStats],
-    generation: dict[str, Any],
-    versions: dict[str, str],
-    used: list[Any],
-    reproduce: str,
-) -> str:
-    title = about.pretty_name if about else benchmark
-    lines = [f"# {title}", "", (about.summary if about else description.strip()) or description.strip(), ""]
+def _body(build: Build, used: list[Any]) -> str:
+    about, stats, generation = build.about, build.stats, build.generation
+    title = about.pretty_name if about else build.benchmark
+    summary = about.summary if about else build.description or f"Built with audioeval from `{build.benchmark}`."
+    lines = [f"# {title}", "", summary, ""]
     if about:
         lines += [f"Benchmark: {about.paper}. {about.homepage}", ""]
     lines += ["## Generation parameters", "", "| parameter | value |", "|---|---|"]
@@ -170,8 +169,8 @@ def _body(
         lines.append(f"| {key} | {value} |")
     for key, source in generation["sources"].items():
         lines.append(f"| {key} | {source} |")
-    lines += [f"| {name} version | {version} |" for name, version in versions.items()]
-    lines += ["", "Rebuild it with:", "", "```", reproduce, "```", ""]
+    lines += [f"| {name} version | {version} |" for name, version in build.versions.items()]
+    lines += ["", "Rebuild it with:", "", "```", build.reproduce, "```", ""]
     lines += ["## Configs", "", "| config | split | rows |", "|---|---|---|"]
     lines += [f"| {name} | {s.split} | {s.num_examples} |" for name, s in stats.items()] + [""]
     lines += _feature_section(about, stats)

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 from tqdm.auto import tqdm
 
 from audioeval.builders import builder_config_names, builder_names, load_builder_class, make_builder
-from audioeval.card import GENERATION_FLAGS, ConfigStats, card_text, public_parameters, read_card
+from audioeval.card import GENERATION_FLAGS, Build, ConfigStats, card_text, public_parameters, read_card
 from audioeval.errors import UsageError, unknown_name_message
 from audioeval.kvargs import parse_kv
 
@@ -218,13 +218,15 @@ def cmd_build(argv: list[str]) -> int:
     try:
         stats = {c: _write_config(b, staging / c) for c, b in builders.items()}
         card = card_text(
-            benchmark,
-            about,
-            (cls.__doc__ or "").strip(),
-            stats,
-            generation,
-            library_versions(),
-            build_command(benchmark, configs, generation),
+            Build(
+                benchmark,
+                about,
+                (cls.__doc__ or "").strip(),
+                stats,
+                generation,
+                library_versions(),
+                build_command(benchmark, configs, generation),
+            )
         )
         (staging / "README.md").write_text(card, encoding="utf-8")
         if destination.exists():
