@@ -157,7 +157,9 @@ def card_text(build: Build) -> str:
 def _body(build: Build, used: list[Any]) -> str:
     about, stats, generation = build.about, build.stats, build.generation
     title = about.pretty_name if about else build.benchmark
-    summary = about.summary if about else build.description or f"Built with audioeval from `{build.benchmark}`."
+    summary = (
+        about.summary if about else build.description or f"Built with audioeval from `{build.benchmark}`."
+    )
     lines = [f"# {title}", "", summary, ""]
     if about:
         lines += [f"Benchmark: {about.paper}. {about.homepage}", ""]
