@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from audioeval.aggregate import aggregate_groups, aggregate_task
+from audioeval.augment.plan import parse_augment
+from audioeval.augment.sweep import clean_tasks, condition_groups, with_conditions, write_robustness
 from audioeval.cache import NoCache, ResponseCache
 from audioeval.distributed import Topology, init_topology
 from audioeval.evaluator import EvalSettings, Evaluator, ScoreRow, TaskTiming
@@ -50,6 +52,8 @@ class RunConfig:
     judge: list[str] = field(default_factory=list)
     judge_args: list[dict[str, Any]] = field(default_factory=list)
     show_progress: bool = True
+    augment: list[str] = field(default_factory=list)  # --augment NAME[=LEVEL,...] (audioeval.augment)
+    augment_target: str = "query"
 
 
 def default_cache_dir() -> Path:
@@ -69,6 +73,7 @@ def run_evaluation(cfg: RunConfig, topology: Topology | None = None) -> dict[str
     registry = TaskRegistry.discover(cfg.include_path)
     task_names, group_names = registry.select(cfg.tasks)
     model_cls = get_model_class(cfg.model)
+    plan = parse_augment(cfg.augment, cfg.augment_target)
     tasks = prepare_tasks(
         registry,
         task_names,
@@ -78,6 +83,7 @@ def run_evaluation(cfg: RunConfig, topology: Topology | None = None) -> dict[str
         seed=cfg.seed,
         gen_kwargs=cfg.gen_kwargs,
     )
+    tasks = with_conditions(tasks, plan)
     preflight(tasks, model_cls)
 
     from audioeval.judges import build_judge_panel  # late import: only runs that judge need it
@@ -145,6 +151,9 @@ def run_evaluation(cfg: RunConfig, topology: Topology | None = None) -> dict[str
     if not topology.is_main:
         return None
     groups = aggregate_groups(registry, group_names, task_summaries)
+    groups.update(
+        condition_groups(plan, lambda g, s: aggregate_groups(registry, g, s), group_names, task_summaries)
+    )
     wall = time.perf_counter() - wall_start
     total.wall_s = wall
     output: dict[str, Any] = {
@@ -157,6 +166,7 @@ def run_evaluation(cfg: RunConfig, topology: Topology | None = None) -> dict[str
                 "shots": t.shots,
                 "n_episodes": len(t.indices),
                 "config": t.config.resolved(),
+                **({"augment": t.augment.record()} if t.augment is not None else {}),
             }
             for t in tasks
         },
@@ -167,6 +177,7 @@ def run_evaluation(cfg: RunConfig, topology: Topology | None = None) -> dict[str
             "batch_size": cfg.batch_size,
         },
         "judges": judge.describe() if judge is not None else None,
+        "augment": plan.record() if plan is not None else None,
         "seed": cfg.seed,
         "num_fewshot": cfg.num_fewshot,
         "task_args": cfg.task_args,
@@ -178,17 +189,29 @@ def run_evaluation(cfg: RunConfig, topology: Topology | None = None) -> dict[str
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "timing": {**_timing_block(total), "tasks": timings},
     }
+    robustness_table = ""
+    if plan is not None:
+        label = _model_display_name(cfg.model, cfg.model_args)
+        output["robustness"], robustness_table, written = write_robustness(
+            plan, tasks, all_rows, results, cfg.bootstrap_resamples, cfg.seed, run_dir, label
+        )
+        if written:
+            output["reports"] = written
     if run_dir is not None:
         write_json(run_dir / "results.json", output)
-        report_specs = _report_specs(registry, tasks, group_names)
+        report_tasks = clean_tasks(tasks)  # benchmark reports lay out the clean run
+        report_specs = _report_specs(registry, report_tasks, group_names)
         if report_specs:
+            rows = {t.name: all_rows[t.name] for t in report_tasks}
             ctx = ReportContext(
-                results=output, run_dir=run_dir, rows=all_rows, registry=registry, tasks=tasks
+                results=output, run_dir=run_dir, rows=rows, registry=registry, tasks=report_tasks
             )
-            output["reports"] = run_reports(report_specs, ctx)
+            output["reports"] = output.get("reports", []) + run_reports(report_specs, ctx)
             write_json(run_dir / "results.json", output)
         output["run_dir"] = str(run_dir)
     table = markdown_table(results, groups)
+    if robustness_table:
+        table += "\n\nRobustness (drop = loss vs clean; paired bootstrap 95% CIs):\n\n" + robustness_table
     if run_dir is not None:
         (run_dir / "summary.md").write_text(table + "\n")
     output["table"] = table
