@@ -16,9 +16,9 @@ import numpy as np
 
 from audioeval.audio.wav import PCM16_SCALE
 from audioeval.augment.noises import measured_snr_db
-from audioeval.augment.plan import Condition
+from audioeval.augment.plan import AugmentPlan, Condition
 from audioeval.augment.seeding import ClipKey
-from audioeval.errors import AudioEvalError, DataError
+from audioeval.errors import AudioEvalError, DataError, UsageError
 from audioeval.types import AudioClip
 
 log = logging.getLogger("audioeval")
@@ -30,6 +30,15 @@ def episode_source(builder: Any) -> str:
     """Where an episode's clips come from: the builder and its config (not the task: tasks that share
     episodes share their degradations, and `audioeval build` reproduces them)."""
     return f"{builder.name}/{builder.config.name}"
+
+
+def check_refusals(builder: Any, plan: AugmentPlan, who: str) -> None:
+    """A builder may declare that a transform would falsify its labels (or that its clips must stay
+    bit-exact); such a combination is refused before anything runs."""
+    for step in plan.conditions[0].steps:
+        reason = builder.augmentation_refusal(step.transform)
+        if reason:
+            raise UsageError(f"--augment {step.transform}: {who} refuses it: {reason}")
 
 
 def _target_clips(episode: dict[str, Any], target: str) -> Iterator[tuple[str, list[dict[str, Any]], int]]:

@@ -8,19 +8,10 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+from audioeval.augment.episode import check_refusals
 from audioeval.augment.plan import AugmentPlan
 from audioeval.augment.plot import plot_sweep
 from audioeval.augment.robustness import markdown, robustness_rows
-from audioeval.errors import UsageError
-
-
-def check_refusals(task: Any, plan: AugmentPlan) -> None:
-    """A builder may declare that a transform would falsify its labels (or that its clips must stay
-    bit-exact); such a combination is refused before anything runs."""
-    for step in plan.conditions[0].steps:
-        reason = task.builder.augmentation_refusal(step.transform)
-        if reason:
-            raise UsageError(f"--augment {step.transform}: task {task.name!r} refuses it: {reason}")
 
 
 def with_conditions(tasks: list[Any], plan: AugmentPlan | None) -> list[Any]:
@@ -29,7 +20,7 @@ def with_conditions(tasks: list[Any], plan: AugmentPlan | None) -> list[Any]:
         return tasks
     out = []
     for task in tasks:
-        check_refusals(task, plan)
+        check_refusals(task.builder, plan, f"task {task.name!r}")
         out.append(task)
         out.extend(dataclasses.replace(task, augment=condition) for condition in plan.conditions)
     return out
