@@ -26,7 +26,8 @@ from audioeval.errors import DataError
 MP3_BITRATES = (8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 144, 160, 192, 224, 256, 320)
 TELEPHONE_BAND_HZ = (300.0, 3400.0)
 FILTER_ORDER = 4  # Butterworth: 24 dB per octave
-FULL_SCALE = 0.999  # noisy mixes are kept below the 16-bit grid's clipping point
+FULL_SCALE = 0.999  # a noisy mix scaled for headroom peaks here, below the 16-bit grid's clipping point
+CLIP_TOLERANCE_DB = 0.25
 
 Runner = Callable[[np.ndarray, int, float | None, np.random.Generator], tuple[np.ndarray, dict[str, Any]]]
 
@@ -186,15 +187,25 @@ def _time_mask(fraction: float, rate: int) -> Any:
 
 def _generated_noise(source: Callable[[int, int, np.random.Generator], tuple[np.ndarray, dict]]) -> Runner:
     """Noise from one of our own sources (noises.py says why not audiomentations'), mixed at the level's
-    SNR. A mix that would clip is scaled down as a whole (`headroom_gain`), which keeps the SNR."""
+    SNR. A mix that goes past full scale is clipped when that moves its SNR by at most CLIP_TOLERANCE_DB (a
+    few peaks), and otherwise scaled down as a whole (`headroom_gain`), which keeps the SNR relative to the
+    scaled clip."""
 
     def run(samples: np.ndarray, rate: int, level: float | None, rng: np.random.Generator):
         assert level is not None
         noise, facts = source(len(samples), rate, rng)
         mixed = noises.mix_at_snr(samples, noise, float(level))
         peak = float(np.max(np.abs(mixed))) if len(mixed) else 0.0
-        gain = FULL_SCALE / peak if peak > FULL_SCALE else 1.0
-        return mixed * np.float32(gain), {"noise": facts, "headroom_gain": gain}
+        gain = 1.0
+        if peak > 1.0:
+            clipped = np.clip(mixed, -1.0, 1.0)
+            snr = noises.measured_snr_db(samples, clipped)
+            if snr is not None and abs(snr - float(level)) <= CLIP_TOLERANCE_DB:
+                mixed = clipped
+            else:
+                gain = FULL_SCALE / peak
+                mixed = mixed * np.float32(gain)
+        return mixed, {"noise": facts, "headroom_gain": gain}
 
     return run
 
