@@ -121,8 +121,8 @@ def _telephone(samples: np.ndarray, rate: int, level: float | None, rng: np.rand
     low, high = TELEPHONE_BAND_HZ
     if rate / 2 <= high:
         raise DataError(f"telephone: a {rate} Hz clip has no content above {rate // 2} Hz to remove.")
-    out = dsp.lowpass(dsp.highpass(samples, low, rate, FILTER_ORDER), high, rate, FILTER_ORDER)
-    return out, {"filter": f"Butterworth high-pass {low:g} Hz + low-pass {high:g} Hz, order {FILTER_ORDER}"}
+    out = dsp.bandpass(samples, low, high, rate, FILTER_ORDER)
+    return out, {"filter": f"Butterworth band-pass {low:g}-{high:g} Hz, order {FILTER_ORDER}"}
 
 
 def _lowpass(samples: np.ndarray, rate: int, level: float | None, rng: np.random.Generator):

@@ -19,6 +19,7 @@ TARGETS = {
     "demos": "the demonstrations' clips and the context clips shown before them (the query stays clean)",
     "all": "every clip of the episode",
 }
+AUGMENT_VERSION = 1  # bump when a transform's output for the same key and level changes
 CONDITION_SEPARATOR = "@"  # <task>@<condition>: the name a degraded copy of a task is reported under
 
 
@@ -66,6 +67,7 @@ class Condition:
                 for s in self.steps
             ],
             "seeding": "per clip: (episode seed, builder/config, episode, clip slot, clip role, transform)",
+            "version": AUGMENT_VERSION,
             "audiomentations": metadata.version("audiomentations"),
         }
 

@@ -45,6 +45,9 @@ def plot_sweep(rows: list[dict[str, Any]], plan: Any, path: Path, title: str) ->
             clean = next((r for r in mine if r["k"] == k and r["condition"] == "clean"), None)
             if clean is not None:
                 ax.axhline(_num(clean["value"]), color=colour, linestyle="--", linewidth=1)
+        values = [_num(r["value"]) for r in mine]
+        if values and all(0.0 <= v <= 1.0 for v in values if not math.isnan(v)):
+            ax.set_ylim(-0.03, 1.03)  # proportions: the whole scale, so drops are seen at their size
         if transform.harder == "lower":
             ax.invert_xaxis()
         ax.set_title(task, fontsize=9)
