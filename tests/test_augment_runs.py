@@ -4,9 +4,6 @@ degrading with SNR on AudioCount."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +11,7 @@ import numpy as np
 from audioeval.augment.episode import augment_episode
 from audioeval.augment.plan import Condition
 from audioeval.builders import make_builder, row_to_episode
-from tests.conftest import TOY, latest_run, load_results, load_samples, run_cli
+from tests.conftest import TOY, latest_run, load_results, load_samples, run_cli, run_two_processes
 
 SWEEP = ["--augment", "noise_snr=20,5", "--augment_target", "all"]
 
@@ -102,25 +99,7 @@ def test_a_sweep_reports_each_condition_beside_the_clean_run(tmp_path):
 
 def test_two_processes_match_one_under_augmentation(tmp_path):
     extra = [*SWEEP, "--no_cache", "--batch_size", "3"]
-    env = {**os.environ, "ACCELERATE_DISABLE_RICH": "1"}
-    cmd = [
-        sys.executable,
-        "-m",
-        "accelerate.commands.launch",
-        "--multi_gpu",
-        "--num_processes",
-        "2",
-        "--num_machines",
-        "1",
-        "--mixed_precision",
-        "no",
-        "--dynamo_backend",
-        "no",
-        "-m",
-        "audioeval",
-        *_args(tmp_path / "two", *extra),
-    ]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+    proc = run_two_processes(_args(tmp_path / "two", *extra))
     assert proc.returncode == 0, proc.stderr[-3000:]
     two = latest_run(tmp_path / "two")
     code, _, err = run_cli(_args(tmp_path / "one", *extra))
