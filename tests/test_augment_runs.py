@@ -8,8 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from audioeval.augment.episode import augment_episode
-from audioeval.augment.plan import Condition
+from audioeval.augment.episode import recorded_episode
 from audioeval.builders import make_builder, row_to_episode
 from tests.conftest import TOY, latest_run, load_results, load_samples, run_cli, run_two_processes
 
@@ -82,13 +81,17 @@ def test_a_sweep_reports_each_condition_beside_the_clean_run(tmp_path):
     assert "| toy_tones | 3 | accuracy | noise_snr=5 |" in (run / "robustness.md").read_text()
     assert "Robustness (drop = loss vs clean" in out
 
-    # a clip is regenerated exactly from what results.json records
+    # a clip is regenerated exactly from what results.json records, and `audioeval view` replays it
+    from audioeval.viewer.regenerate import RunAudio
+
     config = results["configs"]["toy_tones@noise_snr=5"]
     builder = make_builder(str(TOY / "toy_tones.py"), "tones", config["config"]["builder_kwargs"])
-    condition = Condition.from_record(config["augment"])
-    regenerated = augment_episode(builder.episode(5), condition, builder)
+    regenerated = recorded_episode(builder, 5, config["augment"])
     sample = next(r for r in load_samples(run, "toy_tones@noise_snr=5") if r["episode"] == 5)
     assert _query_sha(sample) == regenerated["query"]["clips"][0]["audio"].sha256
+    audio = RunAudio(results["configs"])
+    assert audio.wav("toy_tones@noise_snr=5", 5, _query_sha(sample)) is not None
+    assert audio.wav("toy_tones", 5, _query_sha(sample)) is None  # the clean episode holds the clean clip
 
     # a rerun (answers from the cache) gives the same numbers
     code, _, err = run_cli(_args(tmp_path / "again", *SWEEP))

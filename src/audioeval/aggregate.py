@@ -15,8 +15,8 @@ def _metric_block(summaries: dict[str, MetricSummary], n: int, errors: int) -> d
     block: dict[str, Any] = {}
     for name, s in summaries.items():
         block[name] = s.value
-        block[f"{name}_stderr"] = s.stderr
-        block[f"{name}_ci95"] = s.ci95
+        block[f"{name}_stderr"] = s.stderr  # NaN (null in results.json) when not measured
+        block[f"{name}_ci95"] = s.ci95 if s.has_ci else None
         if s.missing:
             block[f"{name}_missing"] = s.missing
     block["n"] = n
@@ -72,7 +72,7 @@ def aggregate_groups(
                 s = summarize_group([task_summaries[t][k][name] for t in scored]) if scored else None
                 block[name] = s.value if s else math.nan
                 block[f"{name}_stderr"] = s.stderr if s else math.nan
-                block[f"{name}_ci95"] = s.ci95 if s else [math.nan, math.nan]
+                block[f"{name}_ci95"] = s.ci95 if s and s.has_ci else None
                 if len(scored) < len(members):
                     block[f"{name}_unscored"] = [t for t in members if t not in scored]
             block["n"] = sum(task_summaries[t][k][names[0]].n for t in members) if names else 0

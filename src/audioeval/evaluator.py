@@ -43,6 +43,7 @@ class ScoreRow:
     parse_failure: bool
     error: bool
     audio_seconds: float
+    error_message: str | None = None  # why the model gave no answer (first one is shown at the end of a run)
 
 
 @dataclass
@@ -211,6 +212,7 @@ class Evaluator:
                     parse_failure=result["parse_failure"],
                     error=error,
                     audio_seconds=request.audio_seconds,
+                    error_message=response.error if error else None,
                 )
             )
             if self.settings.log_samples:
@@ -219,6 +221,7 @@ class Evaluator:
                     "episode": request.rid.episode,
                     "episode_id": request.info["sample_info"].get("episode_id"),
                     "shots": request.rid.shots,
+                    "metadata": request.info["sample_info"]["metadata"],
                     "request_key": request.content_key(self.model.identity),
                     "messages": describe_messages(request.messages),
                     "gen_kwargs": request.gen_kwargs,

@@ -65,10 +65,20 @@ class TaskScorer:
         # A parser may declare `sample_info` to read per-sample facts (e.g. which format to undo).
         self.parse_takes_info = "sample_info" in inspect.signature(self.parse).parameters
         self.metrics = []
+        self.metric_files: list[Path] = []  # for the preflight import check (requirements.py)
         for spec in task.metrics:
-            module = load_metric(_metric_path(spec["name"], task.directory))
+            try:
+                path = _metric_path(spec["name"], task.dir_of("metrics"))
+            except ConfigError as err:
+                raise ConfigError(f"{task.path}: {err}") from err
+            module = load_metric(path)
             accepted = set(inspect.signature(module._compute).parameters)
             self.metrics.append((spec, module, accepted))
+            self.metric_files.append(path / f"{path.name}.py")
+
+    @property
+    def parser_module(self) -> str:
+        return getattr(self.parse, "func", self.parse).__module__
 
     def score(
         self,

@@ -145,14 +145,24 @@ def percentile_ci(distribution: np.ndarray) -> list[float]:
     return [float(lo), float(hi)]
 
 
+NOT_MEASURED = [float("nan"), float("nan")]
+
+
 @dataclass
 class MetricSummary:
+    """`stderr` and `ci95` are NaN when nothing measured them (one sample, no bootstrap, a ratio without
+    bootstrap): reported as null and shown as "—", never as a zero-width interval."""
+
     value: float
     stderr: float
     ci95: list[float]
     n: int
     missing: int
     distribution: np.ndarray | None  # bootstrap distribution, kept for group CIs
+
+    @property
+    def has_ci(self) -> bool:
+        return not any(np.isnan(self.ci95))
 
 
 def summarize(
@@ -166,20 +176,20 @@ def summarize(
     valid = {k: scores[k][mask] for k in agg.inputs}
     n, missing = int(mask.sum()), int((~mask).sum())
     if n == 0:
-        return MetricSummary(float("nan"), float("nan"), [float("nan"), float("nan")], 0, missing, None)
+        return MetricSummary(float("nan"), float("nan"), list(NOT_MEASURED), 0, missing, None)
     value = agg.value(valid)
     dist = None
+    ci = list(NOT_MEASURED)
     if n_resamples > 0 and n > 1:
         dist = agg.resampled(valid, n_resamples, np.random.default_rng(seed))
         ci = percentile_ci(dist)
-    else:
-        ci = [value, value]
-    if agg.kind == "mean":
-        stderr = float(valid[agg.inputs[0]].std(ddof=1) / np.sqrt(n)) if n > 1 else 0.0
-    elif agg.kind == "stratified":
+    stderr = float("nan")
+    if agg.kind == "mean" and n > 1:
+        stderr = float(valid[agg.inputs[0]].std(ddof=1) / np.sqrt(n))
+    elif agg.kind == "stratified" and n > 1:
         stderr = _stratified_stderr(*(valid[k] for k in agg.inputs))
-    else:
-        stderr = float(np.nanstd(dist, ddof=1)) if dist is not None else 0.0
+    elif agg.kind == "ratio" and dist is not None:
+        stderr = float(np.nanstd(dist, ddof=1))
     return MetricSummary(value, stderr, ci, n, missing, dist if keep_distribution else None)
 
 
@@ -193,7 +203,7 @@ def summarize_group(members: list[MetricSummary]) -> MetricSummary:
         dist = np.mean(np.stack(dists), axis=0)
         ci = percentile_ci(dist)
     else:
-        dist, ci = None, [value, value]
+        dist, ci = None, list(NOT_MEASURED)
     return MetricSummary(
         value, stderr, ci, int(sum(m.n for m in members)), int(sum(m.missing for m in members)), dist
     )

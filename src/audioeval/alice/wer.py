@@ -23,7 +23,7 @@ def alice_normalize(text: Any) -> str:
 
 @cache
 def _basic_normalizer() -> Any:
-    from transformers.models.whisper.english_normalizer import BasicTextNormalizer
+    from audioeval.alice.whisper_basic import BasicTextNormalizer
 
     return BasicTextNormalizer()
 

@@ -135,3 +135,10 @@ def augment_episode(episode: dict[str, Any], condition: Condition, builder: Any)
         clips_facts[slot] = facts
     out["augment"] = {"condition": condition.name, "target": condition.target, "clips": clips_facts}
     return out
+
+
+def recorded_episode(builder: Any, index: int, record: dict[str, Any] | None) -> dict[str, Any]:
+    """Episode `index` as a run evaluated it: clean, or under the condition that results.json records in
+    `configs[<task>]["augment"]` (what `audioeval view` replays)."""
+    episode = builder.episode(index)
+    return episode if not record else augment_episode(episode, Condition.from_record(record), builder)

@@ -32,7 +32,7 @@ from audioeval.errors import ConfigError, UsageError
 from audioeval.judges.verdicts import READERS, OutOfRange
 from audioeval.models import create_model
 from audioeval.models.base import Model
-from audioeval.templates import compile_file, make_environment, split_turns, turn_marker
+from audioeval.templates import compile_file, make_environment, split_turns, template_view, turn_marker
 from audioeval.types import Message, Request, RequestId, TextPart
 
 log = logging.getLogger("audioeval")
@@ -56,7 +56,7 @@ def load_roles(task: Any) -> list[JudgeRole]:
     where = str(task.config.path)
     if not isinstance(roles_raw, dict) or not roles_raw:
         raise ConfigError(f"{where}: `judge` needs `roles:` mapping role names to {{template, verdict}}.")
-    env = make_environment([task.config.directory])
+    env = make_environment([task.config.dir_of("judge"), task.config.directory])
     roles = []
     for name, role in roles_raw.items():
         if not isinstance(role, dict) or "template" not in role or "verdict" not in role:
@@ -68,7 +68,7 @@ def load_roles(task: Any) -> list[JudgeRole]:
             )
         if role["verdict"] not in READERS:
             raise ConfigError(f"{where}: judge role {name!r}: verdict must be one of {sorted(READERS)}.")
-        path = (task.config.directory / role["template"]).resolve()
+        path = (task.config.dir_of("judge") / role["template"]).resolve()
         if not path.is_file():
             raise ConfigError(f"{where}: judge role {name!r}: template {path} does not exist.")
         when = env.compile_expression(role["when"]) if role.get("when") else None
@@ -159,7 +159,7 @@ class JudgePanel:
             plan: list[tuple[int, JudgeRole, bool]] = []
             judge_requests: list[Request] = []
             for i, (request, sample) in enumerate(zip(requests, samples, strict=True)):
-                context = self._context(request, sample)
+                context = template_view(self._context(request, sample))  # clips as opaque handles
                 for role in roles:
                     if not self._applies(role, context):
                         continue

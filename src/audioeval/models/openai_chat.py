@@ -11,12 +11,15 @@ from audioeval.api_client import ChatClient, EndpointSettings
 from audioeval.audio.wav import encode_wav
 from audioeval.errors import ModelError
 from audioeval.models.base import Model
+from audioeval.models.generation import LOCAL_GEN_KWARGS
 from audioeval.types import AudioPart, Message, Request, Response, TextPart
 
 # harness generation kwargs -> Chat Completions fields
 _KWARG_MAP = {
     "max_new_tokens": "max_tokens",
+    "max_gen_toks": "max_tokens",
     "max_tokens": "max_tokens",
+    "until": "stop",
     "temperature": "temperature",
     "top_p": "top_p",
     "seed": "seed",
@@ -26,6 +29,9 @@ _KWARG_MAP = {
     "frequency_penalty": "frequency_penalty",
 }
 
+
+# --gen_kwargs extra_body.NAME=VALUE sends NAME as is (a server's own field, e.g. vLLM's min_tokens)
+EXTRA_BODY = "extra_body."
 
 # OpenAI's reasoning models (o1, o3, o4-mini, gpt-5, gpt-5-mini, ...; optionally behind a `provider/` prefix)
 # refuse `max_tokens` and accept no temperature but their default
@@ -81,7 +87,9 @@ def completion_payload(
     for key, value in kwargs.items():
         if value is None:
             continue
-        if key in _KWARG_MAP:
+        if key.startswith(EXTRA_BODY):
+            extra[key[len(EXTRA_BODY) :]] = value
+        elif key in _KWARG_MAP:
             field = _KWARG_MAP[key]
             payload[token_limit_field if field == "max_tokens" else field] = value
         else:
@@ -95,6 +103,21 @@ def completion_payload(
 
 class OpenAIChatModel(Model):
     name = "openai"
+    arg_minimums = {"num_concurrent": 1, "max_retries": 0, "timeout": 0.001, "max_tokens": 1}
+    gen_kwargs_spec = {
+        **{k: v for k, v in LOCAL_GEN_KWARGS.items() if k != "num_beams"},  # top_k etc. go in extra_body
+        "max_completion_tokens": "int>=1",
+        "seed": "int?",
+        "presence_penalty": "float?",
+        "frequency_penalty": "float?",
+        "reasoning_effort": "str?",
+        "min_p": "float?>=0",
+    }
+
+    @classmethod
+    def check_gen_kwargs(cls, gen_kwargs: dict[str, Any], source: str, model_args: dict[str, Any]) -> None:
+        declared = {k: v for k, v in gen_kwargs.items() if not k.startswith(EXTRA_BODY)}
+        super().check_gen_kwargs(declared, source, model_args)
 
     def __init__(
         self,

@@ -76,7 +76,7 @@ def bootstrap_mean(values: list[float], n_resamples: int, seed: int) -> dict[str
         return {"value": None, "ci95": [None, None], "n": 0}
     column = {"x": np.asarray(values, dtype=np.float64)}
     s = summarize(column, Aggregation("mean", ("x",)), n_resamples, seed, keep_distribution=False)
-    return {"value": s.value, "ci95": s.ci95, "n": s.n}
+    return {"value": s.value, "ci95": s.ci95 if s.has_ci else [None, None], "n": s.n}
 
 
 def fcr_cells(ctx: ReportContext, metric: str = "format_strict") -> list[dict[str, Any]]:
@@ -118,8 +118,9 @@ def _pct(cell: dict[str, Any]) -> str:
     if cell["value"] is None:
         return "—"
     lo, hi = cell["ci95"]
-    half = (hi - lo) / 2 * 100 if lo is not None and hi is not None else 0.0
-    return f"{cell['value'] * 100:.2f} ± {half:.2f}"
+    if lo is None or hi is None:  # one item or no bootstrap: no interval was measured
+        return f"{cell['value'] * 100:.2f}"
+    return f"{cell['value'] * 100:.2f} ± {(hi - lo) / 2 * 100:.2f}"
 
 
 def table2_markdown(cells: list[dict[str, Any]], model: str) -> str:
