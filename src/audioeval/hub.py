@@ -20,6 +20,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm.auto import tqdm
 
+from audioeval.augment.build import degraded_builders
+from audioeval.augment.plan import CONDITION_SEPARATOR, parse_augment
 from audioeval.builders import builder_config_names, builder_names, load_builder_class, make_builder
 from audioeval.card import GENERATION_FLAGS, Build, ConfigStats, card_text, public_parameters, read_card
 from audioeval.errors import UsageError, unknown_name_message
@@ -48,6 +50,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, help="episode seed")
     p.add_argument("--builder_args", default="", help="other builder arguments: key=value,...")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
+    from audioeval.cli import add_augment_arguments
+
+    add_augment_arguments(
+        p
+    )  # degraded copies: one Hub config per (config, condition), `<config>@<condition>`
     return p
 
 
@@ -67,7 +74,9 @@ def push_parser() -> argparse.ArgumentParser:
     return p
 
 
-def build_command(benchmark: str, configs: list[str], generation: dict[str, Any]) -> str:
+def build_command(
+    benchmark: str, configs: list[str], generation: dict[str, Any], augment: tuple[list[str], str] | None = None
+) -> str:
     """The `audioeval build` command line that reproduces a folder; local paths appear as placeholders."""
     parts = [f"audioeval build {benchmark} --output_dir <folder> --configs {','.join(configs)}"]
     parts += [f"--{flag} {generation[flag]}" for flag in GENERATION_FLAGS if generation.get(flag) is not None]
@@ -77,6 +86,8 @@ def build_command(benchmark: str, configs: list[str], generation: dict[str, Any]
     ]
     if others:
         parts.append("--builder_args '" + ",".join(others) + "'")
+    if augment is not None:
+        parts += [f"--augment {flag}" for flag in augment[0]] + [f"--augment_target {augment[1]}"]
     return " ".join(parts)
 
 
@@ -203,6 +214,8 @@ def cmd_build(argv: list[str]) -> int:
     unused = [k for k in kwargs if not _accepts(cls, k)]
     if unused:
         raise UsageError(f"audioeval build {args.benchmark}: the builder takes no argument {unused[0]!r}.")
+    plan = parse_augment(args.augment, args.augment_target)
+    builders = degraded_builders(builders, plan)
 
     try:
         destination.parent.mkdir(parents=True, exist_ok=True)
@@ -215,8 +228,12 @@ def cmd_build(argv: list[str]) -> int:
     about = getattr(cls, "ABOUT", None)
     generation = public_parameters(next(iter(builders.values())).config, kwargs, about)
     generation["builder_version"] = str(cls.VERSION)
+    if plan is not None:  # degraded copies: which conditions the <config>@<condition> configs hold
+        generation["augment"] = plan.record()
     try:
         stats = {c: _write_config(b, staging / c) for c, b in builders.items()}
+        augment = (args.augment, args.augment_target) if args.augment else None
+        base_configs = list(dict.fromkeys(c.split(CONDITION_SEPARATOR)[0] for c in builders))
         card = card_text(
             Build(
                 benchmark,
@@ -225,7 +242,7 @@ def cmd_build(argv: list[str]) -> int:
                 stats,
                 generation,
                 library_versions(),
-                build_command(benchmark, configs, generation),
+                build_command(benchmark, base_configs, generation, augment),
             )
         )
         (staging / "README.md").write_text(card, encoding="utf-8")
@@ -236,7 +253,7 @@ def cmd_build(argv: list[str]) -> int:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     print(
-        f"wrote {sum(s.num_examples for s in stats.values())} rows in {len(configs)} config(s) to {destination} "
+        f"wrote {sum(s.num_examples for s in stats.values())} rows in {len(stats)} config(s) to {destination} "
         f"in {time.perf_counter() - started:.1f}s"
     )
     return 0
