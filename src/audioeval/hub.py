@@ -75,7 +75,10 @@ def push_parser() -> argparse.ArgumentParser:
 
 
 def build_command(
-    benchmark: str, configs: list[str], generation: dict[str, Any], augment: tuple[list[str], str] | None = None
+    benchmark: str,
+    configs: list[str],
+    generation: dict[str, Any],
+    augment: tuple[list[str], str] | None = None,
 ) -> str:
     """The `audioeval build` command line that reproduces a folder; local paths appear as placeholders."""
     parts = [f"audioeval build {benchmark} --output_dir <folder> --configs {','.join(configs)}"]
