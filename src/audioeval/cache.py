@@ -7,10 +7,45 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, Protocol
 
 from audioeval.errors import UsageError
+
+EntryKind = Literal["generate", "judge"]
+
+
+@dataclass(frozen=True)
+class CachedResponse:
+    """What the cache holds for one request: the response text and the backend's info (truncations, ...)."""
+
+    text: str
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CacheEntry:
+    key: str  # Request.content_key(identity)
+    kind: EntryKind
+    text: str
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+class ResponseStore(Protocol):
+    """What the serving path needs from a cache: look up by content key, store as responses arrive."""
+
+    path: Path | None
+
+    def get_many(self, keys: list[str]) -> dict[str, CachedResponse]: ...
+
+    def put_many(self, entries: list[CacheEntry]) -> None:
+        """Committed before returning, so a kill right after loses nothing."""
+
+    def count(self) -> int: ...
+
+    def close(self) -> None: ...
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -39,8 +74,8 @@ class ResponseCache:
                 "Point --cache_dir at a writable folder or pass --no_cache."
             ) from err
 
-    def get_many(self, keys: list[str]) -> dict[str, tuple[str, dict[str, Any]]]:
-        found: dict[str, tuple[str, dict[str, Any]]] = {}
+    def get_many(self, keys: list[str]) -> dict[str, CachedResponse]:
+        found: dict[str, CachedResponse] = {}
         for start in range(0, len(keys), 500):
             chunk = keys[start : start + 500]
             marks = ",".join("?" * len(chunk))
@@ -48,17 +83,16 @@ class ResponseCache:
                 f"SELECT key, response, info FROM responses WHERE key IN ({marks})", chunk
             )
             for key, response, info in rows:
-                found[key] = (response, json.loads(info))
+                found[key] = CachedResponse(response, json.loads(info))
         return found
 
-    def put_many(self, items: list[tuple[str, str, str, dict[str, Any]]]) -> None:
-        """items: (key, kind, response, info). Committed before returning."""
-        if not items:
+    def put_many(self, entries: list[CacheEntry]) -> None:
+        """Committed before returning."""
+        if not entries:
             return
         now = time.time()
         rows = [
-            (k, kind, resp, json.dumps(info, sort_keys=True, default=str), now)
-            for k, kind, resp, info in items
+            (e.key, e.kind, e.text, json.dumps(e.info, sort_keys=True, default=str), now) for e in entries
         ]
         for attempt in range(5):
             try:
@@ -90,10 +124,10 @@ class NoCache:
 
     path = None
 
-    def get_many(self, keys: list[str]) -> dict[str, tuple[str, dict[str, Any]]]:
+    def get_many(self, keys: list[str]) -> dict[str, CachedResponse]:
         return {}
 
-    def put_many(self, items: list[tuple[str, str, str, dict[str, Any]]]) -> None:
+    def put_many(self, entries: list[CacheEntry]) -> None:
         return None
 
     def count(self) -> int:

@@ -12,6 +12,8 @@ from typing import Any
 from audioeval.aggregate import aggregate_groups, aggregate_task
 from audioeval.cache import NoCache, ResponseCache
 from audioeval.distributed import Topology, init_topology
+from audioeval.endpoint_stats import EndpointStats
+from audioeval.errors import ModelError
 from audioeval.evaluator import EvalSettings, Evaluator, ScoreRow, TaskTiming
 from audioeval.models import create_model, get_model_class
 from audioeval.outputs import (
@@ -108,6 +110,7 @@ def run_evaluation(cfg: RunConfig, topology: Topology | None = None) -> dict[str
     all_rows: dict[str, list[ScoreRow]] = {}
     timings: dict[str, Any] = {}
     total = TaskTiming()
+    endpoints: dict[str, Any] = {}
     model = None
     try:
         model = create_model(cfg.model, cfg.model_args, cfg.batch_size, cfg.seed)
@@ -134,6 +137,7 @@ def run_evaluation(cfg: RunConfig, topology: Topology | None = None) -> dict[str
             task_summaries[task.name] = summaries
             all_rows[task.name] = rows
             timings[task.name] = _timing_block(task_timing)
+        endpoints = _endpoint_figures(topology.gather(_endpoint_stats(model, judge)))
         topology.barrier()
     finally:
         if model is not None:
@@ -176,7 +180,7 @@ def run_evaluation(cfg: RunConfig, topology: Topology | None = None) -> dict[str
         "versions": library_versions(),
         "git_commit": git_commit(),
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "timing": {**_timing_block(total), "tasks": timings},
+        "timing": {**_timing_block(total), "endpoints": endpoints, "tasks": timings},
     }
     if run_dir is not None:
         write_json(run_dir / "results.json", output)
@@ -192,7 +196,29 @@ def run_evaluation(cfg: RunConfig, topology: Topology | None = None) -> dict[str
     if run_dir is not None:
         (run_dir / "summary.md").write_text(table + "\n")
     output["table"] = table
+    if judge is not None and judge.down:
+        raise ModelError(
+            "; ".join(f"judge {j!r}: {why}" for j, why in judge.down.items())
+            + f" Its verdicts count as judge failures in {run_dir / 'results.json' if run_dir else 'the results'};"
+            " every model response is cached, so the rerun sends only the judge requests."
+        )
     return output
+
+
+def _endpoint_stats(model: Any, judge: Any) -> dict[str, EndpointStats]:
+    stats = {"model": model.stats}
+    if judge is not None:
+        stats.update({f"judge {j.judge_id}": j.model.stats for j in judge.judges})
+    return stats
+
+
+def _endpoint_figures(per_rank: list[dict[str, EndpointStats]]) -> dict[str, Any]:
+    """Per endpoint (the model, each judge), the figures of all processes together."""
+    merged: dict[str, EndpointStats] = {}
+    for stats in per_rank:
+        for name, s in stats.items():
+            merged.setdefault(name, EndpointStats()).merge(s)
+    return {name: s.figures() for name, s in merged.items()}
 
 
 def _redact(args: dict[str, Any]) -> dict[str, Any]:
