@@ -5,8 +5,8 @@ synthesizes episodes ahead and renders one request per shot count (feed.py); eac
 serving path (serving.py: cache, in-run deduplication, generation, caching as responses arrive) as soon as
 it is rendered — at once for a streaming backend, in fixed windows for a batch backend; each response goes to
 the judges the moment it arrives; finished samples are scored in small batches on a worker thread and
-logged as they complete. Every stage is bounded: at most `pending_limit` samples are between rendering and
-logging. Rank 0 then gathers the rows, merges the logs in (episode, k) order and aggregates — so results
+logged as they complete. Every stage is bounded (see TaskPipeline), so memory does not grow with the number
+of samples. Rank 0 then gathers the rows, merges the logs in (episode, k) order and aggregates — so results
 do not depend on process count, batch size, concurrency or timing.
 """
 
@@ -34,11 +34,12 @@ from audioeval.outputs import SampleLog
 from audioeval.prepared import PreparedTask
 from audioeval.scoring import SampleToScore
 from audioeval.serving import Server
-from audioeval.types import Request, Response, describe_messages
+from audioeval.types import Request, RequestId, Response, describe_messages
 
 log = logging.getLogger("audioeval")
 
 SCORE_BATCH_MAX = 256  # finished samples scored together at most
+UNSCORED_MAX = 4096  # finished samples (without audio) waiting to be scored, e.g. while metrics load
 
 
 @dataclass
@@ -132,14 +133,23 @@ class Evaluator:
 
 @dataclass
 class _Finished:
-    request: Request
+    """A sample whose response (and verdicts) arrived, without its audio: what scoring and logging need."""
+
+    rid: RequestId
+    sample_info: dict[str, Any]
     target: str
     response: Response
     judgments: dict[str, Any] | None
+    audio_seconds: float
+    described: dict[str, Any] | None  # the request as the sample log shows it (when logging)
 
 
 class TaskPipeline:
-    """One task on one process: feed -> serve -> judge -> score -> log, all overlapping."""
+    """One task on one process: feed -> serve -> judge -> score -> log, all overlapping.
+
+    Two bounds keep memory flat: at most `pending_limit` samples are between rendering and their last reply
+    (they hold audio), and at most UNSCORED_MAX finished samples (audio dropped) wait for the scoring thread.
+    """
 
     def __init__(
         self,
@@ -157,9 +167,10 @@ class TaskPipeline:
         model = server.model
         # a batch backend gets fixed windows of requests (sorted and chunked inside each), so what is batched
         # with what depends only on the request order; a streaming backend gets each request at once
-        self.window = 1 if model.streams else 4 * max(1, model.request_chunk_size)
+        self.window = max(1, model.batch_window)
+        streaming = model.max_in_flight if model.streams else 0
         judging = judge.max_in_flight if judge is not None else 0
-        self.pending_limit = 2 * self.window + 2 * (model.max_in_flight + judging) + 16
+        self.pending_limit = 2 * self.window + 2 * (streaming + judging) + 16
         self.rows: list[ScoreRow] = []
         self.timing = TaskTiming()
         self._error: BaseException | None = None
@@ -175,11 +186,16 @@ class TaskPipeline:
         hits_before = self.server.cache_hits
         self._main = asyncio.current_task()
         self._pending = asyncio.Semaphore(self.pending_limit)
+        self._unscored = asyncio.Semaphore(UNSCORED_MAX)
         self._ready: asyncio.Queue[_Finished | None] = asyncio.Queue()
         self._scoring = ThreadPoolExecutor(max_workers=1, thread_name_prefix="audioeval-scoring")
         ahead = max(4, math.ceil(self.window / max(1, len(self.task.shots))) + 2)
         feed = EpisodeFeed(self.task, indices, ahead)
-        scorer = asyncio.get_running_loop().create_task(self._score_loop())
+        loop = asyncio.get_running_loop()
+        # load the metric modules on the scoring thread while the first requests are out
+        warm = loop.run_in_executor(self._scoring, lambda: self.task.scorer.metrics)
+        warm.add_done_callback(lambda f: f.cancelled() or f.exception())  # a failure resurfaces when scoring
+        scorer = loop.create_task(self._score_loop())
         scorer.add_done_callback(self._abort_on_error)
         try:
             window: list[tuple[Request, str]] = []
@@ -210,12 +226,18 @@ class TaskPipeline:
         return self.rows, self.timing
 
     async def _stop(self, scorer: asyncio.Task[None]) -> None:
-        """Cancel whatever is still in flight (nothing, after a normal finish), then release the loop's
-        resources. Responses already received are in the cache; samples already logged are on disk."""
+        """Cancel whatever is still in flight (nothing, after a normal finish), log the samples that had
+        finished, then release the loop's resources. Every response received is in the cache already."""
         leftovers = [t for t in self._samples if not t.done()] + ([scorer] if not scorer.done() else [])
         for t in leftovers:
             t.cancel()
         await asyncio.gather(*leftovers, return_exceptions=True)
+        finished = [item for item in _drain(self._ready) if item is not None]
+        if finished and self.sample_log is not None:
+            try:
+                await asyncio.get_running_loop().run_in_executor(self._scoring, self._score_and_log, finished)
+            except Exception as err:  # noqa: BLE001 - the run is stopping for another reason; keep that one
+                log.warning("could not log the %d samples that had finished: %s", len(finished), err)
         await self.server.close()
         if self.judge is not None:
             await self.judge.close_servers()
@@ -245,7 +267,25 @@ class TaskPipeline:
         if self.judge is not None and response.ok:
             sample = SampleToScore(response.text or "", target, request.info["sample_info"])
             judgments = await self.judge.judge_sample(self.task, request, sample)
-        self._ready.put_nowait(_Finished(request, target, response, judgments))
+        described = None
+        if self.sample_log is not None:
+            described = {
+                "request_key": request.content_key(self.server.identity),
+                "messages": describe_messages(request.messages),
+                "gen_kwargs": request.gen_kwargs,
+            }
+        finished = _Finished(
+            request.rid,
+            request.info["sample_info"],
+            target,
+            response,
+            judgments,
+            request.audio_seconds,
+            described,
+        )
+        await self._unscored.acquire()
+        self._ready.put_nowait(finished)
+        self._pending.release()
 
     async def _score_loop(self) -> None:
         loop = asyncio.get_running_loop()
@@ -261,7 +301,7 @@ class TaskPipeline:
             await loop.run_in_executor(self._scoring, self._score_and_log, batch)
             self._scored += len(batch)
             for _ in batch:
-                self._pending.release()
+                self._unscored.release()
             self.progress(len(batch))
 
     # ------------------------------------------------------------------------------------------------------
@@ -269,27 +309,25 @@ class TaskPipeline:
         """On the scoring thread: score the finished samples, keep their rows, append their records."""
         ok = [i for i, f in enumerate(batch) if f.response.ok]
         to_score = [
-            SampleToScore(batch[i].response.text or "", batch[i].target, batch[i].request.info["sample_info"])
-            for i in ok
+            SampleToScore(batch[i].response.text or "", batch[i].target, batch[i].sample_info) for i in ok
         ]
         judgments = [batch[i].judgments or {} for i in ok] if self.judge is not None else None
         scored = dict(zip(ok, self.task.scorer.score(to_score, judgments=judgments), strict=True))
         records = []
         for i, done in enumerate(batch):
-            request, response = done.request, done.response
             result = scored.get(i, {"prediction": None, "parse_failure": False, "scores": {}})
-            error = not response.ok
+            error = not done.response.ok
             self.timing.samples += 1
             self.timing.errors += int(error)
-            self.timing.audio_s += request.audio_seconds
+            self.timing.audio_s += done.audio_seconds
             self.rows.append(
                 ScoreRow(
-                    episode=request.rid.episode,
-                    k=request.rid.shots,
+                    episode=done.rid.episode,
+                    k=done.rid.shots,
                     scores=result["scores"],
                     parse_failure=result["parse_failure"],
                     error=error,
-                    audio_seconds=request.audio_seconds,
+                    audio_seconds=done.audio_seconds,
                 )
             )
             if self.sample_log is not None:
@@ -298,22 +336,22 @@ class TaskPipeline:
             self.sample_log.write(records)
 
     def _record(self, done: _Finished, result: dict[str, Any]) -> dict[str, Any]:
-        request, response = done.request, done.response
+        response, described = done.response, done.described or {}
         record = {
             "task": self.task.name,
-            "episode": request.rid.episode,
-            "episode_id": request.info["sample_info"].get("episode_id"),
-            "shots": request.rid.shots,
-            "request_key": request.content_key(self.server.identity),
-            "messages": describe_messages(request.messages),
-            "gen_kwargs": request.gen_kwargs,
+            "episode": done.rid.episode,
+            "episode_id": done.sample_info.get("episode_id"),
+            "shots": done.rid.shots,
+            "request_key": described.get("request_key"),
+            "messages": described.get("messages"),
+            "gen_kwargs": described.get("gen_kwargs"),
             "response": response.text,
             "error": response.error,
             "prediction": result["prediction"],
             "target": done.target,
             "parse_failure": result["parse_failure"],
             "scores": result["scores"],
-            "audio_seconds": round(request.audio_seconds, 4),
+            "audio_seconds": round(done.audio_seconds, 4),
             "latency_s": round(response.latency_s, 6),
             "cached": response.cached,
         }
@@ -322,6 +360,13 @@ class TaskPipeline:
         if done.judgments is not None:
             record["judgments"] = done.judgments
         return record
+
+
+def _drain(queue: asyncio.Queue[Any]) -> list[Any]:
+    items = []
+    while not queue.empty():
+        items.append(queue.get_nowait())
+    return items
 
 
 def score_arrays(

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import threading
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -62,11 +63,23 @@ class TaskScorer:
         self.parse = get_parser(task.parser["name"], task.parser["args"], source=str(task.path))
         # A parser may declare `sample_info` to read per-sample facts (e.g. which format to undo).
         self.parse_takes_info = "sample_info" in inspect.signature(self.parse).parameters
-        self.metrics = []
-        for spec in task.metrics:
-            module = load_metric(_metric_path(spec["name"], task.directory))
-            accepted = set(inspect.signature(module._compute).parameters)
-            self.metrics.append((spec, module, accepted))
+        # Paths are checked now; the modules load on first use (importing `evaluate` takes seconds, which
+        # the evaluator overlaps with the first requests).
+        self._metric_paths = [(spec, _metric_path(spec["name"], task.directory)) for spec in task.metrics]
+        self._metrics: list[tuple[dict[str, Any], Any, set[str]]] | None = None
+        self._loading = threading.Lock()
+
+    @property
+    def metrics(self) -> list[tuple[dict[str, Any], Any, set[str]]]:
+        """(spec, evaluate module, the keyword arguments its _compute accepts) per metric."""
+        with self._loading:
+            if self._metrics is None:
+                loaded = []
+                for spec, path in self._metric_paths:
+                    module = load_metric(path)
+                    loaded.append((spec, module, set(inspect.signature(module._compute).parameters)))
+                self._metrics = loaded
+        return self._metrics
 
     def score(self, samples: list[SampleToScore], judgments: list[Any] | None = None) -> list[dict[str, Any]]:
         """Per-sample records: {"prediction", "parse_failure", "scores": {name: float | None}}."""

@@ -141,6 +141,14 @@ def test_judge_failures_are_reported_and_excluded_never_zero(
         out = run(server, tmp_path, limit="2", judges=[{"model": "judge-a", **judge_args}])
     metrics = out["results"]["adu_general"]["0-shot"]
     assert out["judges"]["judge-a"]["failed_verdicts"] == (2 if fails else 0)
+    judge = out["judges"]["judge-a"]
+    attempts = 2 * 2 * (1 + judge_args.get("max_retries", 6))  # items x orders x attempts each
+    kind = faults[0].kind if faults else None
+    assert judge["http_429"] == (min(faults[0].times, attempts) if kind == "429" else 0)
+    assert judge["timeouts"] == (min(faults[0].times, attempts) if kind == "hang" else 0)
+    endpoints = (Path(out["run_dir"]) / "adu_bench_report.md").read_text()
+    row = f"| judge-a | 4 | {judge['retries']} | {judge['http_429']} | 0 | {judge['timeouts']} | {judge['failed_verdicts']} |"
+    assert "## Judge endpoints" in endpoints and row in endpoints
     if fails:
         assert metrics["judge_failure_rate"] == 1.0 and metrics["judge_failure_rate@judge-a"] == 1.0
         assert metrics["score_missing"] == 2 and math.isnan(metrics["score"])  # excluded, not scored 0

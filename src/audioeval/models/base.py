@@ -75,6 +75,12 @@ class Model(ABC):
         return self.batch_size
 
     @property
+    def batch_window(self) -> int:
+        """A batch backend's requests are cut into windows of this many, each sorted longest first and handed
+        over in chunks of request_chunk_size; what is batched with what depends only on the request order."""
+        return 4 * self.request_chunk_size
+
+    @property
     def max_in_flight(self) -> int:
         """The most requests this backend works on at once (a streaming backend's concurrency ceiling)."""
         return self.request_chunk_size
@@ -128,6 +134,7 @@ class StreamingModel(Model):
     """A backend that takes one request at a time and keeps several in flight (API endpoints)."""
 
     streams: ClassVar[bool] = True
+    batch_window = 1  # every request is handed over the moment it is rendered
 
     @abstractmethod
     async def generate_one(self, request: Request) -> Response:

@@ -187,6 +187,7 @@ def markdown(summary: dict[str, Any], model: str, png: str | None) -> str:
         lines += [f"| {domain_label(d)} | {_cell(s)} | {s['n']} |" for d, s in block["domains"].items()]
         lines += [""]
     lines += _judge_lines(summary)
+    lines += _endpoint_lines(summary.get("judge_endpoints") or {})
     lines += ["## Counts", "", "| dataset | items | model errors | empty responses | judge failures |"]
     lines += ["|---|---|---|---|---|"]
     for ds, b in summary["datasets"].items():
@@ -227,6 +228,25 @@ def _judge_lines(summary: dict[str, Any]) -> list[str]:
                 f"| {j} | {DATASETS.get(ds, ds)} | {_cell(b['score'])} | {_cell(b['ref_first'])} | "
                 f"{_cell(b['resp_first'])} | {_cell(b['position_bias'])} | {fails} |"
             )
+    return lines + [""]
+
+
+def _endpoint_lines(judges: dict[str, Any]) -> list[str]:
+    """What each judge endpoint cost: requests, retries, rate limits, server errors (results.json `judges`)."""
+    if not judges:
+        return []
+    lines = [
+        "## Judge endpoints",
+        "",
+        "| judge | requests | retries | HTTP 429 | HTTP 5xx | timeouts | failed verdicts |",
+    ]
+    lines += ["|---|---|---|---|---|---|---|"]
+    for j, info in judges.items():
+        cells = [
+            info.get(k, 0)
+            for k in ("requests_sent", "retries", "http_429", "http_5xx", "timeouts", "failed_verdicts")
+        ]
+        lines.append(f"| {j} | " + " | ".join(str(c) for c in cells) + " |")
     return lines + [""]
 
 
@@ -305,6 +325,10 @@ def report(ctx: ReportContext) -> list[Path]:
     )
     model = model_label(ctx.results)
     summary["model"] = model
+    summary["judge_endpoints"] = {
+        j: {k: v for k, v in info.items() if k not in ("identity", "sampling")}
+        for j, info in (ctx.results.get("judges") or {}).items()
+    }
     _warn_about_failures(summary)
     png = plot(summary, model, ctx.run_dir / "adu_bench_domains.png")
     md = ctx.run_dir / "adu_bench_report.md"
