@@ -3,11 +3,9 @@ not depend on concurrency, timing or machines; endpoints and judges that fail; C
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -17,18 +15,7 @@ from pathlib import Path
 import pytest
 
 from audioeval.testing.fake_openai import FakeOpenAIServer, Fault, prompt_text
-from tests.conftest import latest_run, load_results, load_samples, run_cli
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _answer(body: dict) -> str:
-    """A deterministic answer per prompt, so runs can be compared sample by sample."""
-    return "high" if hashlib.sha256(prompt_text(body).encode()).digest()[0] % 2 else "low"
+from tests.conftest import free_port, latest_run, load_results, load_samples, run_cli, toy_answer
 
 
 def _judge(body: dict) -> str:
@@ -46,9 +33,9 @@ def _args(toy_dir: Path, out: Path, cache: Path | None, model_args: str, *extra:
 
 
 def test_results_do_not_depend_on_concurrency(toy_dir, tmp_path):
-    port = _free_port()
+    port = free_port()
     runs = []
-    with FakeOpenAIServer(reply=_answer, latency=(0.0, 0.08), port=port) as server:
+    with FakeOpenAIServer(reply=toy_answer, latency=(0.0, 0.08), port=port) as server:
         for concurrency in (1, 4, 32):
             server.max_in_flight = 0
             model_args = f"model=toy,base_url={server.base_url},num_concurrent={concurrency}"
@@ -70,11 +57,11 @@ def test_results_do_not_depend_on_concurrency(toy_dir, tmp_path):
 
 
 def test_an_endpoint_going_down_stops_the_run_with_a_clear_error_and_keeps_the_answers(toy_dir, tmp_path):
-    port = _free_port()
+    port = free_port()
     cache = tmp_path / "cache"
     model_args = f"model=toy,base_url=http://127.0.0.1:{port}/v1,num_concurrent=4,max_retries=1,max_consecutive_failures=3"
     faults = [Fault("503", times=10**6, after=10, retry_after=0.01)]  # answers 10 requests, then refuses all
-    with FakeOpenAIServer(reply=_answer, latency=(0.0, 0.02), faults=faults, port=port) as server:
+    with FakeOpenAIServer(reply=toy_answer, latency=(0.0, 0.02), faults=faults, port=port) as server:
         code, _, err = run_cli(_args(toy_dir, tmp_path / "down", cache, model_args))
         answered = len(server.timings)
     assert code == 2
@@ -86,7 +73,7 @@ def test_an_endpoint_going_down_stops_the_run_with_a_clear_error_and_keeps_the_a
         cached = db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
     assert cached == answered >= 10  # every answer received is in the cache
     with FakeOpenAIServer(
-        reply=_answer, port=port
+        reply=toy_answer, port=port
     ) as server:  # back up: the rerun sends only what is missing
         code, _, err = run_cli(_args(toy_dir, tmp_path / "again", cache, model_args))
         assert code == 0, err
@@ -105,9 +92,9 @@ def _judged_args(toy_dir: Path, out: Path, cache: Path, model_url: str, judge_ur
 
 
 def test_a_judge_that_is_down_never_stops_generation(toy_dir, tmp_path):
-    model_port, judge_port, cache = _free_port(), _free_port(), tmp_path / "cache"
+    model_port, judge_port, cache = free_port(), free_port(), tmp_path / "cache"
     judge_url = f"http://127.0.0.1:{judge_port}/v1"
-    with FakeOpenAIServer(reply=_answer, latency=(0.0, 0.02), port=model_port) as model:
+    with FakeOpenAIServer(reply=toy_answer, latency=(0.0, 0.02), port=model_port) as model:
         code, _, err = run_cli(_judged_args(toy_dir, tmp_path / "o", cache, model.base_url, judge_url))
         assert len(model.requests) == 12  # every model request was sent and answered
     assert code == 2 and f"judge 'judge-a': {judge_url} (model judge-a) is not answering" in err
@@ -119,7 +106,7 @@ def test_a_judge_that_is_down_never_stops_generation(toy_dir, tmp_path):
     assert "endpoint_down" in results["judges"]["judge-a"]
 
     with (
-        FakeOpenAIServer(reply=_answer, port=model_port) as model,
+        FakeOpenAIServer(reply=toy_answer, port=model_port) as model,
         FakeOpenAIServer(reply=_judge, port=judge_port) as judge,
     ):
         code, _, err = run_cli(_judged_args(toy_dir, tmp_path / "again", cache, model.base_url, judge_url))
@@ -131,7 +118,7 @@ def test_a_judge_that_is_down_never_stops_generation(toy_dir, tmp_path):
 
 def test_identical_judge_requests_are_sent_once(toy_dir, tmp_path):
     with (
-        FakeOpenAIServer(reply=_answer) as model,
+        FakeOpenAIServer(reply=toy_answer) as model,
         FakeOpenAIServer(reply=_judge, latency=(0.05, 0.2)) as judge,
     ):
         code, _, err = run_cli(
@@ -148,11 +135,11 @@ def test_identical_judge_requests_are_sent_once(toy_dir, tmp_path):
 
 @pytest.mark.slow
 def test_ctrl_c_mid_stream_cancels_in_flight_flushes_and_the_rerun_resumes(toy_dir, tmp_path):
-    port, cache = _free_port(), tmp_path / "cache"
+    port, cache = free_port(), tmp_path / "cache"
     model_args = f"model=toy,base_url=http://127.0.0.1:{port}/v1,num_concurrent=6"
     command = [sys.executable, "-m", "audioeval", *_args(toy_dir, tmp_path / "int", cache, model_args)]
     command += ["--task_args", "n_episodes=40"]
-    with FakeOpenAIServer(reply=_answer, latency=(0.1, 0.4), port=port) as server:
+    with FakeOpenAIServer(reply=toy_answer, latency=(0.1, 0.4), port=port) as server:
         proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.time() + 120
         while len(server.timings) < 30:
@@ -202,8 +189,8 @@ def _launch_node(rank: int, port: int, args: list[str]) -> subprocess.Popen:
 
 @pytest.mark.slow
 def test_two_nodes_on_localhost_give_the_results_of_one_process(toy_dir, tmp_path):
-    main_port = _free_port()
-    with FakeOpenAIServer(reply=_answer, latency=(0.0, 0.05)) as server:
+    main_port = free_port()
+    with FakeOpenAIServer(reply=toy_answer, latency=(0.0, 0.05)) as server:
         model_args = f"model=toy,base_url={server.base_url},num_concurrent=8"
         two = _args(toy_dir, tmp_path / "two", None, model_args)
         nodes = [_launch_node(rank, main_port, two) for rank in (0, 1)]

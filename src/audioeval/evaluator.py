@@ -39,7 +39,8 @@ from audioeval.types import Request, RequestId, Response, describe_messages
 log = logging.getLogger("audioeval")
 
 SCORE_BATCH_MAX = 256  # finished samples scored together at most
-UNSCORED_MAX = 4096  # finished samples (without audio) waiting to be scored, e.g. while metrics load
+SCORE_LINGER_S = 0.2  # a metric call costs milliseconds whatever its size: let a few samples gather first
+UNSCORED_MAX = 4096  # finished samples (without audio) waiting for the scoring thread
 
 
 @dataclass
@@ -191,11 +192,7 @@ class TaskPipeline:
         self._scoring = ThreadPoolExecutor(max_workers=1, thread_name_prefix="audioeval-scoring")
         ahead = max(4, math.ceil(self.window / max(1, len(self.task.shots))) + 2)
         feed = EpisodeFeed(self.task, indices, ahead)
-        loop = asyncio.get_running_loop()
-        # load the metric modules on the scoring thread while the first requests are out
-        warm = loop.run_in_executor(self._scoring, lambda: self.task.scorer.metrics)
-        warm.add_done_callback(lambda f: f.cancelled() or f.exception())  # a failure resurfaces when scoring
-        scorer = loop.create_task(self._score_loop())
+        scorer = asyncio.get_running_loop().create_task(self._score_loop())
         scorer.add_done_callback(self._abort_on_error)
         try:
             window: list[tuple[Request, str]] = []
@@ -291,6 +288,8 @@ class TaskPipeline:
         loop = asyncio.get_running_loop()
         while not (self._all_dispatched and self._scored == self._dispatched):
             first = await self._ready.get()
+            if first is not None and self._ready.qsize() < SCORE_BATCH_MAX // 8:
+                await asyncio.sleep(SCORE_LINGER_S)
             batch = [first] if first is not None else []
             while not self._ready.empty() and len(batch) < SCORE_BATCH_MAX:
                 item = self._ready.get_nowait()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import inspect
 import math
-import threading
+import sys
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -45,9 +45,30 @@ def _metric_path(name: str, task_dir: Path) -> Path:
 
 @cache
 def load_metric(path: Path) -> Any:
-    import evaluate
+    return import_evaluate().load(str(path), keep_in_memory=True)
 
-    return evaluate.load(str(path), keep_in_memory=True)
+
+def import_evaluate() -> Any:
+    """`import evaluate`, without the seconds its package init spends importing transformers.pipelines for
+    its Evaluator classes (which audioeval never uses): that import is masked meanwhile, and evaluate then
+    marks those classes unavailable. If evaluate cannot be imported that way, it is imported plainly."""
+    if "evaluate" in sys.modules:
+        return sys.modules["evaluate"]
+    masked = "transformers.pipelines" not in sys.modules
+    if masked:
+        sys.modules["transformers.pipelines"] = None  # type: ignore[assignment]  # importing it raises ImportError
+    try:
+        import evaluate
+    except Exception:  # noqa: BLE001 - another evaluate or transformers version: the plain, slow way below
+        evaluate = None
+    finally:
+        if masked:
+            sys.modules.pop("transformers.pipelines", None)
+    if evaluate is None:
+        for name in [m for m in sys.modules if m == "evaluate" or m.startswith("evaluate.")]:
+            del sys.modules[name]
+        import evaluate
+    return evaluate
 
 
 @dataclass
@@ -63,23 +84,11 @@ class TaskScorer:
         self.parse = get_parser(task.parser["name"], task.parser["args"], source=str(task.path))
         # A parser may declare `sample_info` to read per-sample facts (e.g. which format to undo).
         self.parse_takes_info = "sample_info" in inspect.signature(self.parse).parameters
-        # Paths are checked now; the modules load on first use (importing `evaluate` takes seconds, which
-        # the evaluator overlaps with the first requests).
-        self._metric_paths = [(spec, _metric_path(spec["name"], task.directory)) for spec in task.metrics]
-        self._metrics: list[tuple[dict[str, Any], Any, set[str]]] | None = None
-        self._loading = threading.Lock()
-
-    @property
-    def metrics(self) -> list[tuple[dict[str, Any], Any, set[str]]]:
-        """(spec, evaluate module, the keyword arguments its _compute accepts) per metric."""
-        with self._loading:
-            if self._metrics is None:
-                loaded = []
-                for spec, path in self._metric_paths:
-                    module = load_metric(path)
-                    loaded.append((spec, module, set(inspect.signature(module._compute).parameters)))
-                self._metrics = loaded
-        return self._metrics
+        self.metrics = []
+        for spec in task.metrics:
+            module = load_metric(_metric_path(spec["name"], task.directory))
+            accepted = set(inspect.signature(module._compute).parameters)
+            self.metrics.append((spec, module, accepted))
 
     def score(self, samples: list[SampleToScore], judgments: list[Any] | None = None) -> list[dict[str, Any]]:
         """Per-sample records: {"prediction", "parse_failure", "scores": {name: float | None}}."""
