@@ -288,7 +288,7 @@ class TaskPipeline:
         loop = asyncio.get_running_loop()
         while not (self._all_dispatched and self._scored == self._dispatched):
             first = await self._ready.get()
-            if first is not None and self._ready.qsize() < SCORE_BATCH_MAX // 8:
+            if first is not None and not self._all_dispatched and self._ready.qsize() < SCORE_BATCH_MAX // 8:
                 await asyncio.sleep(SCORE_LINGER_S)
             batch = [first] if first is not None else []
             while not self._ready.empty() and len(batch) < SCORE_BATCH_MAX:

@@ -11,7 +11,7 @@ import numpy as np
 
 DEFAULT_RESAMPLES = 10_000
 _CHUNK = 1000
-_CHUNK_CELLS = 4_000_000  # resampled indices held at once, so memory does not grow with the sample count
+_CHUNK_CELLS = 1_000_000  # resampled indices held at once, so memory does not grow with the sample count
 
 
 def stable_seed(*parts: Any) -> int:
