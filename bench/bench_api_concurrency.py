@@ -27,6 +27,7 @@ import asyncio
 import json
 import os
 import platform
+import resource
 import subprocess
 import sys
 import tempfile
@@ -73,15 +74,21 @@ def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
 
 
-def run_audioeval(args: list[str], out: Path) -> tuple[dict[str, Any], float]:
-    started = time.perf_counter()
+def child_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_audioeval(args: list[str], out: Path) -> tuple[dict[str, Any], float, float]:
+    """results.json, process wall seconds and process CPU seconds (startup included)."""
+    started, cpu = time.perf_counter(), child_cpu_seconds()
     cmd = [sys.executable, "-m", "audioeval", *args, "--output_path", str(out), "--no_progress"]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=_env(), timeout=3600)
     wall = time.perf_counter() - started
     if proc.returncode != 0:
         raise SystemExit(f"audioeval failed ({' '.join(args)}):\n{proc.stderr[-3000:]}")
     results = json.loads(next(out.glob("*/*/results.json")).read_text())
-    return results, wall
+    return results, wall, child_cpu_seconds() - cpu
 
 
 # --- audioeval and the plain client on AudioCount ------------------------------------------------------------
@@ -89,9 +96,15 @@ def audioeval_run(server: ServerProcess, concurrency: int, episodes: int) -> dic
     with tempfile.TemporaryDirectory() as tmp:
         model_args = f"model=bench,base_url={server.base_url},num_concurrent={concurrency}"
         args = ["--tasks", TASK, "--model", "openai", "--model_args", model_args]
-        args += ["--num_fewshot", ",".join(map(str, SHOTS)), "--limit", str(episodes), "--no_cache"]
+        args += [
+            "--num_fewshot",
+            ",".join(map(str, SHOTS)),
+            "--task_args",
+            f"n_episodes={episodes}",
+            "--no_cache",
+        ]
         args += ["--bootstrap_iters", "1000"]
-        results, process_wall = run_audioeval(args, Path(tmp))
+        results, process_wall, cpu = run_audioeval(args, Path(tmp))
     span = throughput(server.timings(), concurrency)
     wall = results["timing"]["wall_seconds"]
     whole = span["requests"] / wall / span["ideal_per_s"]
@@ -99,6 +112,7 @@ def audioeval_run(server: ServerProcess, concurrency: int, episodes: int) -> dic
         "generation_span": span,
         "run_wall_seconds": wall,
         "process_wall_seconds": round(process_wall, 3),
+        "process_cpu_seconds": round(cpu, 2),
         "whole_run_ratio": round(whole, 4),
         "endpoint": results["timing"].get("endpoints", {}).get("model"),
     }
@@ -114,7 +128,13 @@ def plain_client(base_url: str, concurrency: int, episodes: int) -> None:
 
     registry = TaskRegistry.discover([])
     (task,) = prepare_tasks(
-        registry, [TASK], num_fewshot=SHOTS, task_args={}, limit=str(episodes), seed=0, gen_kwargs={}
+        registry,
+        [TASK],
+        num_fewshot=SHOTS,
+        task_args={"n_episodes": episodes},
+        limit=None,
+        seed=0,
+        gen_kwargs={},
     )
 
     async def main() -> None:
@@ -140,10 +160,12 @@ def plain_client(base_url: str, concurrency: int, episodes: int) -> None:
 
 def plain_run(server: ServerProcess, concurrency: int, episodes: int) -> dict[str, Any]:
     cmd = [sys.executable, __file__, "--plain", server.base_url, str(concurrency), str(episodes)]
+    cpu = child_cpu_seconds()
     proc = subprocess.run(cmd, capture_output=True, text=True, env=_env(), timeout=3600)
     if proc.returncode != 0:
         raise SystemExit(f"plain client failed:\n{proc.stderr[-3000:]}")
-    return {"generation_span": throughput(server.timings(), concurrency)}
+    span = throughput(server.timings(), concurrency)
+    return {"generation_span": span, "process_cpu_seconds": round(child_cpu_seconds() - cpu, 2)}
 
 
 # --- ADU-Bench: model and judge overlapping ------------------------------------------------------------------
@@ -166,11 +188,11 @@ def adu_runs(variations: int, concurrency: int) -> dict[str, Any]:
                 f"model=judge,base_url={judge.base_url},num_concurrent={concurrency}",
             ]
             cache = Path(tmp) / "cache"
-            alone, _ = run_audioeval([*base, "--cache_dir", str(cache)], Path(tmp) / "model")
+            alone, *_ = run_audioeval([*base, "--cache_dir", str(cache)], Path(tmp) / "model")
             model.timings()
-            judge_only, _ = run_audioeval([*base, *judged, "--cache_dir", str(cache)], Path(tmp) / "judge")
+            judge_only, *_ = run_audioeval([*base, *judged, "--cache_dir", str(cache)], Path(tmp) / "judge")
             judge.timings()
-            both, _ = run_audioeval(
+            both, *_ = run_audioeval(
                 [*base, *judged, "--cache_dir", str(Path(tmp) / "fresh")], Path(tmp) / "both"
             )
             model_span, judge_span = (
@@ -236,10 +258,12 @@ def main() -> None:
             report["audioicl"][str(c)] = row
             ours = row["audioeval"]
             plain = row.get("plain_asyncio_semaphore", {}).get("generation_span", {}).get("ratio")
+            plain_cpu = row.get("plain_asyncio_semaphore", {}).get("process_cpu_seconds")
             print(
                 f"C={c:>3}: audioeval {ours['generation_span']['ratio']:.3f} of ideal in the generation span, "
-                f"{ours['whole_run_ratio']:.3f} over the whole run ({ours['run_wall_seconds']:.1f} s); "
-                f"plain asyncio+semaphore {plain if plain is not None else 'n/a'}",
+                f"{ours['whole_run_ratio']:.3f} over the whole run ({ours['run_wall_seconds']:.1f} s, "
+                f"{ours['process_cpu_seconds']:.1f} CPU s); plain asyncio+semaphore "
+                f"{plain if plain is not None else 'n/a'} ({plain_cpu} CPU s)",
                 flush=True,
             )
     finally:
