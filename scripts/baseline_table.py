@@ -136,6 +136,8 @@ def evaluate(model: str, args: argparse.Namespace) -> dict[str, Any]:
 def _cell(entry: dict[str, Any] | None) -> str:
     if not entry or entry.get("accuracy") is None:
         return "—"
+    if not entry.get("ci95"):  # one episode or no bootstrap: no interval was measured
+        return f"{100 * entry['accuracy']:.1f}"
     lo, hi = entry["ci95"]
     return f"{100 * entry['accuracy']:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]"
 

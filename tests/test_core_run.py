@@ -219,6 +219,8 @@ def test_sigkill_midway_then_resume_computes_only_missing(toy_dir, tmp_path):
         _wait_for_requests(server, 12, proc)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
+        (killed_dir,) = (tmp_path / "killed").glob("*/*")
+        assert (killed_dir / "INCOMPLETE").is_file() and not (killed_dir / "results.json").exists()
         with sqlite3.connect(cache / "responses.sqlite") as db:
             cached_before = db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
         assert 0 < cached_before < 36
@@ -262,6 +264,7 @@ def test_ctrl_c_keeps_cache_flushes_samples_and_rerun_resumes(toy_dir, tmp_path)
             json.loads(line)["task"] == "toy_tones" for line in partial[0].read_text().splitlines()
         )
         assert partial[0].read_text().count("\n") >= 4  # windows finished before the interrupt were flushed
+        assert "(interrupted)" in (partial[0].parent / "INCOMPLETE").read_text()
         with sqlite3.connect(cache / "responses.sqlite") as db:
             cached = db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
         assert cached >= 16

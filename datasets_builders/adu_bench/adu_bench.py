@@ -31,6 +31,7 @@ CORPUS_DIR = Path(__file__).resolve().parent / "corpus"
 
 @dataclass
 class ADUBenchConfig(EpisodeBuilderConfig):
+    READS_BASE_FIELDS = ("data_dir",)
     n_episodes: int | None = None  # None: every query x variations_per_query
     max_shots: int = 0
     queries_file: str | None = None  # more queries in the corpus JSONL format

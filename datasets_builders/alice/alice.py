@@ -30,6 +30,7 @@ POOL_CONFIG = "demo_pool"
 
 @dataclass
 class AliceConfig(EpisodeBuilderConfig):
+    READS_BASE_FIELDS = ("data_dir",)
     task: str = "asr"
     category: str = "ceq"
     n_episodes: int | None = None  # None: every item of the task and category

@@ -31,7 +31,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import datasets
 import numpy as np
@@ -45,6 +45,10 @@ from audioeval.types import AudioClip
 @dataclass
 class EpisodeBuilderConfig(datasets.BuilderConfig):
     """Common builder kwargs; benchmark configs add their own fields."""
+
+    #: fields inherited from datasets.BuilderConfig (data_dir, data_files, ...) that the builder reads; the
+    #: others are refused as builder kwargs, so a stray `data_dir` is an error instead of being ignored
+    READS_BASE_FIELDS: ClassVar[tuple[str, ...]] = ()
 
     n_episodes: int = 300
     max_shots: int = 5
@@ -229,17 +233,24 @@ def builder_config_names(cls: type[datasets.DatasetBuilder]) -> list[str]:
 def make_builder(
     name: str, config_name: str | None, kwargs: dict[str, Any], base_dir: Path | None = None, source: str = ""
 ) -> EpisodeBuilder:
-    cls = load_builder_class(name, base_dir)
+    try:
+        cls = load_builder_class(name, base_dir)
+    except ConfigError as err:
+        raise ConfigError(f"{source}: {err}" if source else str(err)) from err
     names = builder_config_names(cls)
     if config_name is not None and names and config_name not in names:
         raise ConfigError(f"{source or name}: " + unknown_name_message("builder config", config_name, names))
-    config_fields = set(inspect.signature(cls.BUILDER_CONFIG_CLASS).parameters)
-    unknown = set(kwargs) - config_fields
+    config_class = cls.BUILDER_CONFIG_CLASS
+    unread_base = set(inspect.signature(datasets.BuilderConfig).parameters) - set(
+        getattr(config_class, "READS_BASE_FIELDS", ())
+    )
+    allowed = sorted(set(inspect.signature(config_class).parameters) - unread_base)
+    unknown = sorted(set(kwargs) - set(allowed))
     if unknown:
-        bad = sorted(unknown)[0]
-        allowed = sorted(config_fields - {"name", "version", "data_dir", "data_files", "description"})
         raise ConfigError(
-            f"{source or name}: " + unknown_name_message(f"argument of builder {name!r}", bad, allowed)
+            f"{source or name}: "
+            + unknown_name_message(f"argument of builder {name!r}", unknown[0], allowed)
+            + " (builder_kwargs, or a task parameter's builder_kwarg)"
         )
     # datasets writes lock files under the builder's cache folder even when nothing is prepared: keep them
     # beside audioeval's own cache rather than in the user's Hugging Face cache

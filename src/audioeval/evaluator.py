@@ -57,6 +57,7 @@ class ScoreRow:
     parse_failure: bool
     error: bool
     audio_seconds: float
+    error_message: str | None = None  # why the model gave no answer (first one is shown at the end of a run)
 
 
 @dataclass
@@ -310,8 +311,12 @@ class TaskPipeline:
         to_score = [
             SampleToScore(batch[i].response.text or "", batch[i].target, batch[i].sample_info) for i in ok
         ]
-        judgments = [batch[i].judgments or {} for i in ok] if self.judge is not None else None
-        scored = dict(zip(ok, self.task.scorer.score(to_score, judgments=judgments), strict=True))
+        judgments, judge_ids = None, None
+        if self.judge is not None:
+            judgments = [batch[i].judgments or {} for i in ok]
+            judge_ids = [j.judge_id for j in self.judge.judges]
+        scored = self.task.scorer.score(to_score, judgments=judgments, judge_ids=judge_ids)
+        scored = dict(zip(ok, scored, strict=True))
         records = []
         for i, done in enumerate(batch):
             result = scored.get(i, {"prediction": None, "parse_failure": False, "scores": {}})
@@ -327,6 +332,7 @@ class TaskPipeline:
                     parse_failure=result["parse_failure"],
                     error=error,
                     audio_seconds=done.audio_seconds,
+                    error_message=done.response.error if error else None,
                 )
             )
             if self.sample_log is not None:
@@ -341,6 +347,7 @@ class TaskPipeline:
             "episode": done.rid.episode,
             "episode_id": done.sample_info.get("episode_id"),
             "shots": done.rid.shots,
+            "metadata": done.sample_info["metadata"],
             "request_key": described.get("request_key"),
             "messages": described.get("messages"),
             "gen_kwargs": described.get("gen_kwargs"),

@@ -3,16 +3,19 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 import math
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from audioeval.builders import EpisodeBuilder, make_builder
 from audioeval.config import TaskConfig
 from audioeval.errors import ConfigError, UsageError, unknown_name_message
 from audioeval.registry import TaskRegistry
+from audioeval.requirements import module_source
 from audioeval.scoring import TaskScorer
 from audioeval.templates import PromptRenderer
 from audioeval.types import Request, RequestId
@@ -34,6 +37,19 @@ class PreparedTask:
     @property
     def name(self) -> str:
         return self.config.name
+
+    def source_files(self) -> dict[str, list[Path]]:
+        """The code this task runs, by what the user would call it: for the preflight import check."""
+        parser = module_source(self.scorer.parser_module)
+        files = {
+            f"the builder of task {self.name}": [Path(inspect.getfile(type(self.builder)))],
+            f"the metrics of task {self.name}": list(self.scorer.metric_files),
+            f"parser {self.config.parser['name']!r}": [parser] if parser else [],
+        }
+        if self.config.report:
+            report = module_source(self.config.report.partition(":")[0])
+            files[f"report {self.config.report}"] = [report] if report else []
+        return files
 
     def episode(self, index: int) -> dict[str, Any]:
         return self.builder.episode(index)
@@ -75,8 +91,10 @@ def resolve_limit(limit: str | float | int | None, total: int) -> int:
         raise UsageError(
             f"--limit must be a count such as 50 or a fraction such as 0.1, got {limit!r}."
         ) from err
-    if value <= 0:
-        raise UsageError(f"--limit must be positive, got {limit!r}.")
+    if not math.isfinite(value) or value <= 0:
+        raise UsageError(
+            f"--limit must be a positive count such as 50 or a fraction such as 0.1, got {limit!r}."
+        )
     if value < 1.0:
         return max(1, math.ceil(total * value))
     if value != int(value):
@@ -117,7 +135,11 @@ def prepare_tasks(
         config.builder_kwargs = kwargs
         started = time.perf_counter()
         builder = make_builder(
-            config.builder, config.builder_config, kwargs, base_dir=config.directory, source=str(config.path)
+            config.builder,
+            config.builder_config,
+            kwargs,
+            base_dir=config.dir_of("builder"),
+            source=str(config.path),
         )
         log.debug("builder for %s ready in %.2fs", config.name, time.perf_counter() - started)
         shots_requested = list(num_fewshot) if num_fewshot is not None else list(config.num_fewshot)
@@ -146,11 +168,16 @@ def prepare_tasks(
     return prepared
 
 
-def preflight(tasks: list[PreparedTask], model_cls: Any) -> None:
-    """Render episode 0 of every task at every k: template errors, clip mismatches, missing label spaces
-    and tasks the model has no method for all surface here, before the model is loaded."""
+def preflight(tasks: list[PreparedTask], model_cls: Any, model_args: dict[str, Any] | None = None) -> None:
+    """Render episode 0 of every task at every k: template errors, clip mismatches, missing label spaces,
+    generation settings the model does not take and tasks the model has no method for all surface here,
+    before the model is loaded."""
     for task in tasks:
         model_cls.check_task(task.name, task.config.builder_config)
+        if task.config.generation_kwargs:
+            model_cls.check_gen_kwargs(
+                task.config.generation_kwargs, f"{task.config.path}: generation_kwargs", model_args or {}
+            )
         if not task.indices:
             raise ConfigError(f"{task.config.path}: the builder produced no episodes.")
         episode = task.episode(task.indices[0])

@@ -18,8 +18,10 @@ A judge endpoint that goes down (api_client.EndpointDown) fails its remaining ve
 side carries on, and the run reports the endpoint at the end.
 
 Per sample, metrics receive `judgments[i] = {role: {judge_id: {"value", "values", "raw", "error"}}}`
-(`value` None means a judge failure: API error or unparsable verdict; swapped roles average both orders
-and fail if either fails). Samples a role does not apply to have no entry for it.
+(`value` None means a judge failure: API error, unparsable verdict or a number outside the verdict's scale;
+swapped roles average both orders and fail if either fails; `out_of_range` says whether a verdict was
+outside the scale). Samples a role does not apply to have no entry for it. Per sample, the judges appear in
+the order they were given (`--judge` order).
 """
 
 from __future__ import annotations
@@ -33,11 +35,11 @@ from typing import Any
 from audioeval.api_client import EndpointDown
 from audioeval.cache import ResponseStore
 from audioeval.errors import ConfigError, UsageError
-from audioeval.judges.verdicts import READERS
+from audioeval.judges.verdicts import READERS, OutOfRange
 from audioeval.models import create_model
 from audioeval.models.base import Model
 from audioeval.serving import Server
-from audioeval.templates import compile_file, make_environment, split_turns, turn_marker
+from audioeval.templates import compile_file, make_environment, split_turns, template_view, turn_marker
 from audioeval.types import Message, Request, RequestId, Response, TextPart
 
 log = logging.getLogger("audioeval")
@@ -61,7 +63,7 @@ def load_roles(task: Any) -> list[JudgeRole]:
     where = str(task.config.path)
     if not isinstance(roles_raw, dict) or not roles_raw:
         raise ConfigError(f"{where}: `judge` needs `roles:` mapping role names to {{template, verdict}}.")
-    env = make_environment([task.config.directory])
+    env = make_environment([task.config.dir_of("judge"), task.config.directory])
     roles = []
     for name, role in roles_raw.items():
         if not isinstance(role, dict) or "template" not in role or "verdict" not in role:
@@ -73,7 +75,7 @@ def load_roles(task: Any) -> list[JudgeRole]:
             )
         if role["verdict"] not in READERS:
             raise ConfigError(f"{where}: judge role {name!r}: verdict must be one of {sorted(READERS)}.")
-        path = (task.config.directory / role["template"]).resolve()
+        path = (task.config.dir_of("judge") / role["template"]).resolve()
         if not path.is_file():
             raise ConfigError(f"{where}: judge role {name!r}: template {path} does not exist.")
         when = env.compile_expression(role["when"]) if role.get("when") else None
@@ -108,6 +110,7 @@ class JudgePanel:
         self.roles_by_task = roles_by_task
         self.servers: dict[str, Server] = {}  # judge id -> its serving path (set by attach_cache)
         self.failed_verdicts: dict[str, int] = {}  # (sample, role) verdicts that failed, per judge
+        self.out_of_range_verdicts: dict[str, int] = {}  # of those, failed by a number outside the scale
         self.down: dict[str, str] = {}  # judge id -> why its endpoint was declared down
 
     @classmethod
@@ -154,6 +157,7 @@ class JudgePanel:
                 "identity": j.model.identity,
                 "requests_sent": stats.requests,
                 "failed_verdicts": self.failed_verdicts.get(j.judge_id, 0),
+                "out_of_range_verdicts": self.out_of_range_verdicts.get(j.judge_id, 0),
                 "retries": stats.retries,
                 "http_429": stats.http_429,
                 "http_5xx": stats.http_5xx,
@@ -179,7 +183,7 @@ class JudgePanel:
         out: dict[str, Any] = {}
         if not roles:
             return out
-        context = self._context(request, sample)
+        context = template_view(self._context(request, sample))  # clips as opaque handles
         plan: list[tuple[JudgeRole, bool]] = []  # (role, swapped) of every judge request, in order
         for role in roles:
             if self._applies(role, context):
@@ -264,17 +268,25 @@ class JudgePanel:
             role = items[0][0]
             reader = READERS[role.verdict]
             values, raws, errors = [], [], []
+            out_of_range = False
             for _role, text, error in items:
                 raws.append(text)
                 value = reader(text) if text is not None else None
                 if error:
                     errors.append(error)
+                elif isinstance(value, OutOfRange):
+                    errors.append(str(value))
+                    out_of_range, value = True, None
                 elif value is None:
                     errors.append("unparsable verdict")
                 values.append(value)
             failed = any(v is None for v in values)
             if failed:
                 self.failed_verdicts[judge.judge_id] = self.failed_verdicts.get(judge.judge_id, 0) + 1
+            if out_of_range:
+                self.out_of_range_verdicts[judge.judge_id] = (
+                    self.out_of_range_verdicts.get(judge.judge_id, 0) + 1
+                )
             if role.verdict == "result_text":
                 value = None if failed else values[0]
             else:
@@ -284,4 +296,5 @@ class JudgePanel:
                 "values": values,
                 "raw": raws,
                 "error": "; ".join(errors) or None,
+                "out_of_range": out_of_range,
             }

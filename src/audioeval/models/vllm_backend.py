@@ -55,6 +55,8 @@ def max_clips_per_request(tasks: list[Any]) -> int:
 
 class VLLMModel(Model):
     name = "vllm"
+    required_args = ("pretrained",)
+    arg_minimums = {"max_new_tokens": 1}
 
     def __init__(
         self,

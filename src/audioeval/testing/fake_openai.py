@@ -5,7 +5,8 @@ range per request: `latency=(0.2, 1.0)` gives each prompt its own delay, the sam
 told to misbehave: rate-limit (429 with Retry-After), fail (500, 503, ...), hang past the client's timeout,
 drop the connection, or return prose. Replies come from a `reply(request_json) -> str` function, so tests get
 deterministic verdicts. `timings` records (arrival, reply, delay) per answered request, for measuring
-throughput at the server.
+throughput at the server. Like OpenAI, it answers 400 when a request for a reasoning model (o1, o3, o4-mini,
+gpt-5...) carries `max_tokens`, `top_p` or a temperature other than the default 1.
 
     python -m audioeval.testing.fake_openai --latency 0.2,1.0   # a server for benches, in its own process
 """
@@ -50,6 +51,40 @@ def prompt_text(body: dict[str, Any]) -> str:
                     data = p["input_audio"]["data"]
                     parts.append(f"<audio {hashlib.sha256(data.encode()).hexdigest()[:12]}>")
     return "\n".join(parts)
+
+
+def is_openai_reasoning_model(model: str) -> bool:
+    return model.split("/")[-1].lower().startswith(("o1", "o3", "o4", "gpt-5"))
+
+
+def reasoning_model_refusal(body: dict[str, Any]) -> dict[str, Any] | None:
+    """OpenAI's 400 error for a field a reasoning model does not take, or None when the request is acceptable."""
+    if not is_openai_reasoning_model(str(body.get("model", ""))):
+        return None
+    if "max_tokens" in body:
+        return {
+            "message": "Unsupported parameter: 'max_tokens' is not supported with this model. "
+            "Use 'max_completion_tokens' instead.",
+            "type": "invalid_request_error",
+            "param": "max_tokens",
+            "code": "unsupported_parameter",
+        }
+    if "top_p" in body:
+        return {
+            "message": "Unsupported parameter: 'top_p' is not supported with this model.",
+            "type": "invalid_request_error",
+            "param": "top_p",
+            "code": "unsupported_parameter",
+        }
+    if "temperature" in body and body["temperature"] != 1:
+        return {
+            "message": f"Unsupported value: 'temperature' does not support {body['temperature']} with this "
+            "model. Only the default (1) value is supported.",
+            "type": "invalid_request_error",
+            "param": "temperature",
+            "code": "unsupported_value",
+        }
+    return None
 
 
 def echo_reply(body: dict[str, Any]) -> str:
@@ -149,6 +184,10 @@ class FakeOpenAIServer:
             if self.keep_requests:
                 self.requests.append(body)
                 self.headers_seen.append({k.lower(): v for k, v in handler.headers.items()})
+        refusal = reasoning_model_refusal(body)
+        if refusal is not None:
+            self._send(handler, 400, {"error": refusal}, {})
+            return
         text = prompt_text(body) if self.parse_bodies else body["raw_sha256"]
         fault = self._active_fault(text)
         if fault is not None:
