@@ -97,8 +97,9 @@ def test_a_judge_that_is_down_never_stops_generation(toy_dir, tmp_path):
     with FakeOpenAIServer(reply=toy_answer, latency=(0.0, 0.02), port=model_port) as model:
         code, _, err = run_cli(_judged_args(toy_dir, tmp_path / "o", cache, model.base_url, judge_url))
         assert len(model.requests) == 12  # every model request was sent and answered
-    assert code == 2 and f"judge 'judge-a': {judge_url} (model judge-a) is not answering" in err
-    assert "every model response is cached" in err and "Traceback" not in err
+    assert code == 3 and f"{judge_url} (model judge-a) is not answering" in err  # finished, exit code 3
+    assert "judge endpoint(s) went down: judge-a" in err and "Every model response is cached" in err
+    assert "Traceback" not in err
     results = load_results(latest_run(tmp_path / "o"))  # written before the error
     k0 = results["results"]["toy_tones_judged"]["0-shot"]
     assert k0["n"] == 6 and k0["accuracy"] is not None and k0["judge_agrees@judge-a_missing"] == 6

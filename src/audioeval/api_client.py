@@ -100,7 +100,7 @@ class Completion:
 class _Failure:
     """One failed attempt, as the retry loop sees it."""
 
-    reason: str  # "HTTP 503", "timeout", "connection error", "malformed reply"
+    reason: str  # "HTTP 503", "APITimeoutError", "APIConnectionError", "malformed reply"
     detail: str
     retryable: bool
     overloaded: bool
@@ -224,8 +224,7 @@ class ChatClient:
         if isinstance(err, ModelError):
             return None
         if isinstance(err, openai.APITimeoutError):
-            detail = f"APITimeoutError: no reply within {self.settings.timeout:g} s"
-            return _Failure("timeout", detail, True, True)
+            return _Failure("APITimeoutError", f"no reply within {self.settings.timeout:g} s", True, True)
         if isinstance(err, openai.APIStatusError):
             status = err.status_code
             return _Failure(
@@ -236,14 +235,14 @@ class ChatClient:
                 parse_retry_after(getattr(err.response, "headers", None)),
             )
         if isinstance(err, openai.APIConnectionError):
-            return _Failure("connection error", _short(str(err.__cause__ or err)), True, False)
+            return _Failure("APIConnectionError", _short(str(err.__cause__ or err)), True, False)
         if isinstance(err, openai.APIError | ValueError | AttributeError | TypeError):
             # a reply that is not a chat completion (an HTML page, broken JSON, no choices)
             return _Failure("malformed reply", _short(str(err)), True, False)
         return None
 
     def _count(self, failure: _Failure) -> None:
-        if failure.reason == "timeout":
+        if failure.reason == "APITimeoutError":
             self.stats.timeouts += 1
         elif failure.reason == "HTTP 429":
             self.stats.http_429 += 1
