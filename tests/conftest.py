@@ -46,6 +46,29 @@ def run_cli_subprocess(args: list[str], timeout: float = 300, **kwargs) -> subpr
     )
 
 
+def run_two_processes(args: list[str], timeout: float = 600) -> subprocess.CompletedProcess:
+    """`accelerate launch` with 2 CPU processes (world size 2) running `audioeval args`."""
+    env = {**os.environ, "ACCELERATE_DISABLE_RICH": "1"}
+    cmd = [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--multi_gpu",
+        "--num_processes",
+        "2",
+        "--num_machines",
+        "1",
+        "--mixed_precision",
+        "no",
+        "--dynamo_backend",
+        "no",
+        "-m",
+        "audioeval",
+        *args,
+    ]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+
+
 def latest_run(output_path: Path) -> Path:
     runs = sorted(p for p in output_path.glob("*/*") if (p / "results.json").exists())
     assert runs, f"no run folder with results.json under {output_path}"

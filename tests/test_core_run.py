@@ -4,7 +4,6 @@ counts and reruns, and resuming after a kill or Ctrl-C."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sqlite3
 import subprocess
@@ -15,7 +14,15 @@ from pathlib import Path
 import pytest
 
 from audioeval.testing.fake_openai import FakeOpenAIServer
-from tests.conftest import free_port, latest_run, load_results, load_samples, run_cli, toy_answer
+from tests.conftest import (
+    free_port,
+    latest_run,
+    load_results,
+    load_samples,
+    run_cli,
+    run_two_processes,
+    toy_answer,
+)
 
 
 def _toy_args(toy_dir: Path, out: Path, *extra: str) -> list[str]:
@@ -137,26 +144,8 @@ def test_limit_takes_the_first_episodes(toy_dir, tmp_path):
 
 @pytest.mark.slow
 def test_two_processes_match_one(toy_dir, tmp_path):
-    env = {**os.environ, "ACCELERATE_DISABLE_RICH": "1"}
     base = _toy_args(toy_dir, tmp_path / "two", "--model", "chance", "--no_cache", "--batch_size", "4")
-    cmd = [
-        sys.executable,
-        "-m",
-        "accelerate.commands.launch",
-        "--multi_gpu",
-        "--num_processes",
-        "2",
-        "--num_machines",
-        "1",
-        "--mixed_precision",
-        "no",
-        "--dynamo_backend",
-        "no",
-        "-m",
-        "audioeval",
-        *base,
-    ]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+    proc = run_two_processes(base, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     two = latest_run(tmp_path / "two")
     assert load_results(two)["world_size"] == 2

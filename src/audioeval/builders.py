@@ -168,6 +168,11 @@ class EpisodeBuilder(datasets.GeneratorBasedBuilder):
         """The largest k this config's episodes can carry (None: no limit beyond the episode itself)."""
         return None
 
+    def augmentation_refusal(self, transform: str) -> str | None:
+        """Why `--augment <transform>` must not touch this config's clips (the transform changes what the
+        label measures, or the clips must stay bit-exact); None when it may."""
+        return None
+
     # --- datasets plumbing ----------------------------------------------------------------------------------
     def _info(self) -> datasets.DatasetInfo:
         return datasets.DatasetInfo(description=self.__doc__ or "", features=self.features_for_hub())

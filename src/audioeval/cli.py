@@ -86,9 +86,27 @@ def run_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--judge_args", action="append", default=[], help="judge arguments, one per --judge, key=value,..."
     )
+    add_augment_arguments(p)
     p.add_argument("--verbosity", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     p.add_argument("--no_progress", action="store_true", help="hide progress bars")
     return p
+
+
+def add_augment_arguments(p: argparse.ArgumentParser) -> None:
+    """--augment and --augment_target, shared by runs and `audioeval build`."""
+    p.add_argument(
+        "--augment",
+        action="append",
+        default=[],
+        metavar="NAME[=LEVEL,...]",
+        help="degrade the clips with a transform (repeat to chain; several levels make a sweep, each "
+        "evaluated beside the clean run), e.g. noise_snr=30,20,10,0; `--augment list` shows them all",
+    )
+    p.add_argument(
+        "--augment_target",
+        default="query",
+        help="which clips --augment degrades: query (default), demos or all",
+    )
 
 
 def setup_logging(verbosity: str) -> None:
@@ -118,6 +136,11 @@ def cmd_run(argv: list[str]) -> int:
         from audioeval.registry import TaskRegistry
 
         print(TaskRegistry.discover(args.include_path).listing())
+        return 0
+    if "list" in args.augment:
+        from audioeval.augment.plan import catalogue_listing
+
+        print(catalogue_listing())
         return 0
     if not args.model:
         # lm-eval defaults its model too: the documented one-liner runs as typed, on an offline baseline
@@ -155,6 +178,8 @@ def cmd_run(argv: list[str]) -> int:
         judge=judges,
         judge_args=judge_args or [{} for _ in judges],
         show_progress=not args.no_progress,
+        augment=args.augment,
+        augment_target=args.augment_target,
     )
     output = run_evaluation(cfg)
     if output is None:  # ranks other than 0

@@ -20,6 +20,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm.auto import tqdm
 
+from audioeval.augment.build import degraded_builders
+from audioeval.augment.plan import CONDITION_SEPARATOR, parse_augment
 from audioeval.builders import builder_config_names, load_builder_class, make_builder
 from audioeval.errors import UsageError, unknown_name_message
 from audioeval.kvargs import parse_kv
@@ -47,6 +49,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, help="episode seed")
     p.add_argument("--builder_args", default="", help="other builder arguments: key=value,...")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
+    from audioeval.cli import add_augment_arguments
+
+    add_augment_arguments(
+        p
+    )  # degraded copies: one Hub config per (config, condition), `<config>@<condition>`
     return p
 
 
@@ -67,7 +74,9 @@ def _available_builders() -> list[str]:
     return sorted(p.name for p in root.iterdir() if (p / f"{p.name}.py").is_file()) if root.is_dir() else []
 
 
-def build_command(benchmark: str, configs: list[str], kwargs: dict[str, Any]) -> str:
+def build_command(
+    benchmark: str, configs: list[str], kwargs: dict[str, Any], augment: tuple[list[str], str] | None = None
+) -> str:
     """The `audioeval build` command line that reproduces a folder."""
     parts = [f"audioeval build {benchmark} --output_dir <folder> --configs {','.join(configs)}"]
     flags = ("n_episodes", "max_shots", "seed")
@@ -75,11 +84,18 @@ def build_command(benchmark: str, configs: list[str], kwargs: dict[str, Any]) ->
     others = {k: v for k, v in kwargs.items() if k not in flags}
     if others:
         parts.append("--builder_args '" + ",".join(f"{k}={v}" for k, v in others.items()) + "'")
+    if augment is not None:
+        parts += [f"--augment {flag}" for flag in augment[0]] + [f"--augment_target {augment[1]}"]
     return " ".join(parts)
 
 
 def _card(
-    benchmark: str, configs: list[str], counts: dict[str, int], kwargs: dict[str, Any], description: str
+    benchmark: str,
+    configs: list[str],
+    counts: dict[str, int],
+    kwargs: dict[str, Any],
+    description: str,
+    augment: tuple[list[str], str] | None = None,
 ) -> str:
     lines = ["---", "configs:"]
     for name in configs:
@@ -95,7 +111,9 @@ def _card(
         "## How this folder was built",
         "",
         "```",
-        build_command(benchmark, configs, kwargs),
+        build_command(
+            benchmark, list(dict.fromkeys(c.split(CONDITION_SEPARATOR)[0] for c in configs)), kwargs, augment
+        ),
         "```",
         "",
     ]
@@ -199,6 +217,7 @@ def cmd_build(argv: list[str]) -> int:
     unused = [k for k in kwargs if not _accepts(cls, k)]
     if unused:
         raise UsageError(f"audioeval build {args.benchmark}: the builder takes no argument {unused[0]!r}.")
+    builders = degraded_builders(builders, parse_augment(args.augment, args.augment_target))
 
     try:
         destination.parent.mkdir(parents=True, exist_ok=True)
@@ -210,8 +229,9 @@ def cmd_build(argv: list[str]) -> int:
     try:
         counts = {c: _write_config(b, staging / c) for c, b in builders.items()}
         description = (cls.__doc__ or "").strip()
+        augment = (args.augment, args.augment_target) if args.augment else None
         (staging / "README.md").write_text(
-            _card(Path(args.benchmark).stem, configs, counts, kwargs, description)
+            _card(Path(args.benchmark).stem, list(builders), counts, kwargs, description, augment)
         )
         if destination.exists():
             shutil.rmtree(destination)
@@ -220,7 +240,7 @@ def cmd_build(argv: list[str]) -> int:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     print(
-        f"wrote {sum(counts.values())} rows in {len(configs)} config(s) to {destination} "
+        f"wrote {sum(counts.values())} rows in {len(counts)} config(s) to {destination} "
         f"in {time.perf_counter() - started:.1f}s"
     )
     return 0

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from audioeval.augment.episode import augment_episode
+from audioeval.augment.plan import Condition
 from audioeval.builders import EpisodeBuilder, make_builder
 from audioeval.config import TaskConfig
 from audioeval.errors import ConfigError, UsageError, unknown_name_message
@@ -33,10 +35,12 @@ class PreparedTask:
     gen_kwargs: dict[str, Any]
     scorer: TaskScorer
     skipped_shots: list[int] = field(default_factory=list)
+    augment: Condition | None = None  # a robustness condition applied to every episode (audioeval.augment)
 
     @property
     def name(self) -> str:
-        return self.config.name
+        """The task's name; a degraded copy is `<task>@<condition>`."""
+        return self.config.name if self.augment is None else self.augment.task_name(self.config.name)
 
     def source_files(self) -> dict[str, list[Path]]:
         """The code this task runs, by what the user would call it: for the preflight import check."""
@@ -52,7 +56,8 @@ class PreparedTask:
         return files
 
     def episode(self, index: int) -> dict[str, Any]:
-        return self.builder.episode(index)
+        episode = self.builder.episode(index)
+        return episode if self.augment is None else augment_episode(episode, self.augment, self.builder)
 
     def requests_for(self, episode: dict[str, Any]) -> list[tuple[Request, str]]:
         """One (request, target) per shot count for this episode."""
@@ -61,7 +66,7 @@ class PreparedTask:
             messages = self.renderer.render(episode, k)
             info = {
                 "sample_info": {
-                    "task": self.name,
+                    "task": self.config.name,
                     "k": k,
                     "episode": int(episode["index"]),
                     "episode_id": episode.get("id"),
@@ -71,10 +76,12 @@ class PreparedTask:
                 },
                 "episode": episode,
             }
+            if self.augment is not None:
+                info["sample_info"]["augment"] = self.augment.name
             request = Request(
                 messages=messages,
                 gen_kwargs=self.gen_kwargs,
-                rid=RequestId(self.name, k, int(episode["index"])),
+                rid=RequestId(self.config.name, k, int(episode["index"])),
                 choices=self.renderer.label_space(episode, k),
                 info=info,
             )
@@ -173,7 +180,7 @@ def preflight(tasks: list[PreparedTask], model_cls: Any, model_args: dict[str, A
     generation settings the model does not take and tasks the model has no method for all surface here,
     before the model is loaded."""
     for task in tasks:
-        model_cls.check_task(task.name, task.config.builder_config)
+        model_cls.check_task(task.config.name, task.config.builder_config)
         if task.config.generation_kwargs:
             model_cls.check_gen_kwargs(
                 task.config.generation_kwargs, f"{task.config.path}: generation_kwargs", model_args or {}

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from audioeval.aggregate import aggregate_groups, aggregate_task
+from audioeval.augment.plan import AugmentPlan, parse_augment
+from audioeval.augment.sweep import clean_tasks, condition_groups, with_conditions, write_robustness
 from audioeval.cache import NoCache, ResponseCache
 from audioeval.distributed import Topology, collectively, init_topology
 from audioeval.endpoint_stats import EndpointStats
@@ -59,6 +61,8 @@ class RunConfig:
     judge: list[str] = field(default_factory=list)
     judge_args: list[dict[str, Any]] = field(default_factory=list)
     show_progress: bool = True
+    augment: list[str] = field(default_factory=list)  # --augment NAME[=LEVEL,...] (audioeval.augment)
+    augment_target: str = "query"
 
 
 def default_cache_dir() -> Path:
@@ -120,6 +124,7 @@ def run_evaluation(cfg: RunConfig, topology: Topology | None = None) -> dict[str
     judge_classes = check_judge_args(cfg.judge, cfg.judge_args)
     registry = TaskRegistry.discover(cfg.include_path)
     task_names, group_names = registry.select(cfg.tasks)
+    plan = parse_augment(cfg.augment, cfg.augment_target)
     tasks = prepare_tasks(
         registry,
         task_names,
@@ -129,6 +134,7 @@ def run_evaluation(cfg: RunConfig, topology: Topology | None = None) -> dict[str
         seed=cfg.seed,
         gen_kwargs=cfg.gen_kwargs,
     )
+    tasks = with_conditions(tasks, plan)
     preflight(tasks, model_cls, cfg.model_args)
     check_installed(_code_of_run(cfg, judge_classes, tasks))
     if not cfg.judge and (warning := unjudged_warning(tasks)):
@@ -146,7 +152,9 @@ def run_evaluation(cfg: RunConfig, topology: Topology | None = None) -> dict[str
     if cfg.log_samples and run_dir is None:
         raise UsageError("--log_samples needs --output_path to know where to write the samples.")
     try:
-        output = _evaluate_and_write(cfg, topology, registry, tasks, group_names, judge, run_dir, wall_start)
+        output = _evaluate_and_write(
+            cfg, topology, registry, tasks, group_names, judge, run_dir, wall_start, plan
+        )
     except BaseException as err:
         if run_dir is not None and topology.is_main:
             mark_failed(
@@ -165,6 +173,7 @@ def _evaluate_and_write(
     judge: Any,
     run_dir: Path | None,
     wall_start: float,
+    plan: AugmentPlan | None = None,
 ) -> dict[str, Any] | None:
     cache: ResponseCache | NoCache
     cache = (
@@ -225,6 +234,9 @@ def _evaluate_and_write(
         all_rows[task.name] = rows
         timings[task.name] = _timing_block(task_timing)
     groups = aggregate_groups(registry, group_names, task_summaries)
+    groups.update(
+        condition_groups(plan, lambda g, s: aggregate_groups(registry, g, s), group_names, task_summaries)
+    )
     wall = time.perf_counter() - wall_start
     total.wall_s = wall
     judges = judge.describe() if judge is not None else None
@@ -240,6 +252,7 @@ def _evaluate_and_write(
                 "n_episodes": len(t.indices),
                 "builder_file": builder_file(t.builder),
                 "config": t.config.resolved(),
+                **({"augment": t.augment.record()} if t.augment is not None else {}),
             }
             for t in tasks
         },
@@ -250,6 +263,7 @@ def _evaluate_and_write(
             "batch_size": cfg.batch_size,
         },
         "judges": judges,
+        "augment": plan.record() if plan is not None else None,
         "seed": cfg.seed,
         "num_fewshot": cfg.num_fewshot,
         "task_args": cfg.task_args,
@@ -264,17 +278,29 @@ def _evaluate_and_write(
         "unscored_tasks": unscored,
         "judges_down": sorted(judge.down) if judge is not None else [],
     }
+    robustness_table = ""
+    if plan is not None:
+        label = _model_display_name(cfg.model, cfg.model_args)
+        output["robustness"], robustness_table, written = write_robustness(
+            plan, tasks, all_rows, results, cfg.bootstrap_resamples, cfg.seed, run_dir, label
+        )
+        if written:
+            output["reports"] = written
     if run_dir is not None:
         write_json(run_dir / "results.json", output)
-        report_specs = _report_specs(registry, tasks, group_names)
+        report_tasks = clean_tasks(tasks)  # benchmark reports lay out the clean run
+        report_specs = _report_specs(registry, report_tasks, group_names)
         if report_specs:
+            rows = {t.name: all_rows[t.name] for t in report_tasks}
             ctx = ReportContext(
-                results=output, run_dir=run_dir, rows=all_rows, registry=registry, tasks=tasks
+                results=output, run_dir=run_dir, rows=rows, registry=registry, tasks=report_tasks
             )
-            output["reports"] = run_reports(report_specs, ctx)
+            output["reports"] = output.get("reports", []) + run_reports(report_specs, ctx)
             write_json(run_dir / "results.json", output)
         output["run_dir"] = str(run_dir)
     table = markdown_table(results, groups)
+    if robustness_table:
+        table += "\n\nRobustness (drop = loss vs clean; paired bootstrap 95% CIs):\n\n" + robustness_table
     if run_dir is not None:
         (run_dir / "summary.md").write_text(table + "\n")
         mark_finished(run_dir)

@@ -1,8 +1,8 @@
 """Rebuilding the audio of a logged sample from the task configuration its run recorded.
 
 results.json keeps, per task, the resolved configuration the run used (builder, builder config and builder
-kwargs, seed included). Episodes are pure functions of (config, seed, index), so the builder rebuilds the
-episode and every clip the sample log names by sha256 is looked up among the episode's clips. A clip whose
+kwargs, seed included) and, for a task run under `--augment`, the condition. Episodes are pure functions of
+(config, seed, index), so the builder rebuilds the episode (degraded as the run degraded it) and every clip the sample log names by sha256 is looked up among the episode's clips. A clip whose
 sha256 is not there (another audioeval version, a changed builder, a different corpus) is reported as such and
 never served: the browser only ever plays audio identical to what the model heard.
 """
@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from audioeval.audio.wav import encode_wav
+from audioeval.augment.episode import recorded_episode
 from audioeval.builders import EpisodeBuilder, make_builder
 from audioeval.errors import AudioEvalError
 from audioeval.types import AudioClip
@@ -136,7 +137,7 @@ class TaskEpisodes:
             if builder is None:
                 return EpisodeClips([], None, self._problem)
             try:
-                episode = builder.episode(index)
+                episode = recorded_episode(builder, index, (self.recorded or {}).get("augment"))
                 rebuilt = EpisodeClips(episode_clips(episode), episode.get("metadata"))
             except Exception as err:  # noqa: BLE001 - any builder failure is shown on the sample, not raised
                 rebuilt = EpisodeClips([], None, f"cannot be regenerated ({_one_line(err)})")
