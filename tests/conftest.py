@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -86,3 +88,16 @@ def load_samples(run_dir: Path, task: str, drop_volatile: bool = True) -> list[d
             for key in VOLATILE_SAMPLE_FIELDS:
                 r.pop(key, None)
     return records
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def toy_answer(body: dict) -> str:
+    """A fake endpoint's reply to a toy_tones prompt: low or high, fixed by the prompt's content."""
+    from audioeval.testing.fake_openai import prompt_text
+
+    return "high" if hashlib.sha256(prompt_text(body).encode()).digest()[0] % 2 else "low"

@@ -16,7 +16,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from audioeval.cache import ResponseCache
+from audioeval.cache import CacheEntry, ResponseCache
 from audioeval.errors import AudioEvalError, ConfigError
 from audioeval.outputs import INCOMPLETE_MARKER
 from audioeval.registry import TaskRegistry
@@ -332,12 +332,12 @@ def test_a_cache_damaged_mid_run_is_dropped_with_advice_and_the_run_completes(tm
 
 def test_damaged_cache_calls_never_raise(tmp_path, caplog):
     cache = ResponseCache(tmp_path / "r.sqlite")
-    cache.put_many([(f"k{i}", "generate", "x" * 3000, {}) for i in range(20)])
+    cache.put_many([CacheEntry(f"k{i}", "generate", "x" * 3000) for i in range(20)])
     cache.close()
     _corrupt(tmp_path / "r.sqlite")
     cache = ResponseCache(tmp_path / "r.sqlite")
     assert cache.get_many([f"k{i}" for i in range(20)]) == {} and cache.damage
-    cache.put_many([("new", "generate", "y", {})])  # no exception: the run keeps what it has
+    cache.put_many([CacheEntry("new", "generate", "y")])  # no exception: the run keeps what it has
     cache.close()
 
 

@@ -3,10 +3,8 @@ counts and reruns, and resuming after a kill or Ctrl-C."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -15,8 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from audioeval.testing.fake_openai import FakeOpenAIServer, prompt_text
-from tests.conftest import latest_run, load_results, load_samples, run_cli, run_two_processes
+from audioeval.testing.fake_openai import FakeOpenAIServer
+from tests.conftest import (
+    free_port,
+    latest_run,
+    load_results,
+    load_samples,
+    run_cli,
+    run_two_processes,
+    toy_answer,
+)
 
 
 def _toy_args(toy_dir: Path, out: Path, *extra: str) -> list[str]:
@@ -158,16 +164,6 @@ def test_two_processes_match_one(toy_dir, tmp_path):
 # --- interruption --------------------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _answer(body: dict) -> str:
-    return "high" if hashlib.sha256(prompt_text(body).encode()).digest()[0] % 2 else "low"
-
-
 def _api_args(toy_dir: Path, out: Path, cache: Path, port: int) -> list[str]:
     return [
         sys.executable,
@@ -200,9 +196,9 @@ def _wait_for_requests(
 
 @pytest.mark.slow
 def test_sigkill_midway_then_resume_computes_only_missing(toy_dir, tmp_path):
-    port = _free_port()
+    port = free_port()
     cache = tmp_path / "cache"
-    with FakeOpenAIServer(reply=_answer, delay=0.05, port=port) as server:
+    with FakeOpenAIServer(reply=toy_answer, delay=0.05, port=port) as server:
         proc = subprocess.Popen(
             _api_args(toy_dir, tmp_path / "killed", cache, port),
             stdout=subprocess.PIPE,
@@ -238,9 +234,9 @@ def test_sigkill_midway_then_resume_computes_only_missing(toy_dir, tmp_path):
 
 @pytest.mark.slow
 def test_ctrl_c_keeps_cache_flushes_samples_and_rerun_resumes(toy_dir, tmp_path):
-    port = _free_port()
+    port = free_port()
     cache = tmp_path / "cache"
-    with FakeOpenAIServer(reply=_answer, delay=0.05, port=port) as server:
+    with FakeOpenAIServer(reply=toy_answer, delay=0.05, port=port) as server:
         proc = subprocess.Popen(
             _api_args(toy_dir, tmp_path / "int", cache, port),
             stdout=subprocess.PIPE,

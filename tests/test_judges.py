@@ -88,7 +88,15 @@ def test_judged_run_counts_failures_and_rerun_is_free(toy_dir, tmp_path):
     quality = samples[0]["judgments"]["quality"]["judge-a"]
     assert quality["values"] == [8.0, 6.0] and len(quality["raw"]) == 2
     assert "quality" not in load_samples(run_dir, "toy_tones_judged")[0]["judgments"]  # `when: k > 0`
-    assert results["judges"]["judge-a"]["failed_verdicts"] > 0
+    judge = results["judges"]["judge-a"]
+    assert judge["failed_verdicts"] > 0
+    assert (
+        judge["http_429"] == 2 and judge["http_5xx"] == 1 and judge["retries"] == 3 and judge["timeouts"] == 0
+    )
+    assert first_calls == judge["requests_sent"] + 3
+    endpoint = results["timing"]["endpoints"]["judge judge-a"]
+    assert endpoint["requests"] == judge["requests_sent"] and endpoint["http_429"] == 2
+    assert 1 <= endpoint["peak_in_flight"] <= 4 and endpoint["latency_p50_s"] is not None
     assert load_results(latest_run(tmp_path / "o2"))["results"] == results["results"]
 
 

@@ -8,12 +8,48 @@ import json
 import logging
 import sqlite3
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, Protocol
 
 from audioeval.errors import UsageError
 
 log = logging.getLogger("audioeval")
+
+EntryKind = Literal["generate", "judge"]
+
+
+@dataclass(frozen=True)
+class CachedResponse:
+    """What the cache holds for one request: the response text and the backend's info (truncations, ...)."""
+
+    text: str
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CacheEntry:
+    key: str  # Request.content_key(identity)
+    kind: EntryKind
+    text: str
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+class ResponseStore(Protocol):
+    """What the serving path needs from a cache: look up by content key, store as responses arrive."""
+
+    path: Path | None
+    damage: str | None  # set when the store was found damaged mid-run and dropped
+
+    def get_many(self, keys: list[str]) -> dict[str, CachedResponse]: ...
+
+    def put_many(self, entries: list[CacheEntry]) -> None:
+        """Committed before returning, so a kill right after loses nothing."""
+
+    def count(self) -> int: ...
+
+    def close(self) -> None: ...
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -77,7 +113,7 @@ class ResponseCache:
                 self.damage,
             )
 
-    def get_many(self, keys: list[str]) -> dict[str, tuple[str, dict[str, Any]]]:
+    def get_many(self, keys: list[str]) -> dict[str, CachedResponse]:
         if self.damage is not None:
             return {}
         try:
@@ -88,19 +124,19 @@ class ResponseCache:
             self._damaged(err)
             return {}
 
-    def put_many(self, items: list[tuple[str, str, str, dict[str, Any]]]) -> None:
-        """items: (key, kind, response, info). Committed before returning."""
+    def put_many(self, entries: list[CacheEntry]) -> None:
+        """Committed before returning."""
         if self.damage is not None:
             return
         try:
-            self._put_many(items)
+            self._put_many(entries)
         except sqlite3.DatabaseError as err:
             if not _is_damage(err):
                 raise
             self._damaged(err)
 
-    def _get_many(self, keys: list[str]) -> dict[str, tuple[str, dict[str, Any]]]:
-        found: dict[str, tuple[str, dict[str, Any]]] = {}
+    def _get_many(self, keys: list[str]) -> dict[str, CachedResponse]:
+        found: dict[str, CachedResponse] = {}
         for start in range(0, len(keys), 500):
             chunk = keys[start : start + 500]
             marks = ",".join("?" * len(chunk))
@@ -108,16 +144,15 @@ class ResponseCache:
                 f"SELECT key, response, info FROM responses WHERE key IN ({marks})", chunk
             )
             for key, response, info in rows:
-                found[key] = (response, json.loads(info))
+                found[key] = CachedResponse(response, json.loads(info))
         return found
 
-    def _put_many(self, items: list[tuple[str, str, str, dict[str, Any]]]) -> None:
-        if not items:
+    def _put_many(self, entries: list[CacheEntry]) -> None:
+        if not entries:
             return
         now = time.time()
         rows = [
-            (k, kind, resp, json.dumps(info, sort_keys=True, default=str), now)
-            for k, kind, resp, info in items
+            (e.key, e.kind, e.text, json.dumps(e.info, sort_keys=True, default=str), now) for e in entries
         ]
         for attempt in range(5):
             try:
@@ -150,10 +185,10 @@ class NoCache:
     path = None
     damage = None
 
-    def get_many(self, keys: list[str]) -> dict[str, tuple[str, dict[str, Any]]]:
+    def get_many(self, keys: list[str]) -> dict[str, CachedResponse]:
         return {}
 
-    def put_many(self, items: list[tuple[str, str, str, dict[str, Any]]]) -> None:
+    def put_many(self, entries: list[CacheEntry]) -> None:
         return None
 
     def count(self) -> int:

@@ -28,7 +28,8 @@ def _prefix() -> str:
     return f"audioeval [rank {_rank()}]: " if int(os.environ.get("WORLD_SIZE", "1")) > 1 else "audioeval: "
 
 
-# exit codes: 2 = the run could not start or stopped on an error, 3 = it finished but a task got no answer at all
+# exit codes: 2 = the run could not start or stopped on an error, 3 = it finished but a task got no answer at
+# all or a judge endpoint went down
 EXIT_ERROR, EXIT_UNSCORED, EXIT_INTERRUPTED = 2, 3, 130
 
 
@@ -198,6 +199,11 @@ def cmd_run(argv: list[str]) -> int:
         raise TasksUnscored(
             f"{len(output['unscored_tasks'])} task(s) got no answer at all: {', '.join(output['unscored_tasks'])} "
             "(see the warnings above); exit code 3."
+        )
+    if output.get("judges_down"):
+        raise TasksUnscored(
+            f"judge endpoint(s) went down: {', '.join(output['judges_down'])}; their remaining verdicts are "
+            "missing (see the warnings above). Every model response is cached: rerun once they are back; exit code 3."
         )
     return 0
 

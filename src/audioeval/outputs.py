@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import heapq
 import json
 import math
 import os
@@ -97,7 +96,8 @@ def write_json(path: Path, data: Any) -> None:
 
 
 class SampleLog:
-    """Per-rank JSONL of sample records, appended and flushed as results arrive; merged by rank 0 at the end."""
+    """Per-rank JSONL of sample records, appended and flushed as samples complete (in completion order);
+    merged by rank 0 at the end into one file in (episode, k) order."""
 
     def __init__(self, run_dir: Path, task: str, rank: int) -> None:
         self.final_path = run_dir / f"samples_{task}.jsonl"
@@ -117,14 +117,25 @@ class SampleLog:
 
     @staticmethod
     def merge(run_dir: Path, task: str, world_size: int) -> Path:
-        """Merge the rank files (each sorted by episode, then k) into samples_<task>.jsonl."""
+        """Merge the rank files into samples_<task>.jsonl, sorted by (episode, k). Only the keys and file
+        offsets are held in memory, never the records."""
         parts = [run_dir / f"samples_{task}.rank{r}.partial.jsonl" for r in range(world_size)]
+        missing = [p.name for p in parts if not p.exists()]
+        if missing:
+            raise UsageError(
+                f"{run_dir}: the sample files {', '.join(missing)} of the other processes are not there. With "
+                "several machines, put --output_path on a filesystem they all share."
+            )
         final = run_dir / f"samples_{task}.jsonl"
-        handles = [p.open(encoding="utf-8") for p in parts if p.exists()]
+        handles = [p.open("rb") for p in parts]
         try:
-            with final.open("w", encoding="utf-8") as out:
-                for _key, line in heapq.merge(*(_keyed_lines(h) for h in handles), key=lambda item: item[0]):
-                    out.write(line)
+            index = sorted(
+                (key, part, offset) for part, h in enumerate(handles) for key, offset in _keyed_offsets(h)
+            )
+            with final.open("wb") as out:
+                for _key, part, offset in index:
+                    handles[part].seek(offset)
+                    out.write(handles[part].readline())
         finally:
             for h in handles:
                 h.close()
@@ -133,10 +144,13 @@ class SampleLog:
         return final
 
 
-def _keyed_lines(handle: IO[str]) -> Any:
+def _keyed_offsets(handle: IO[bytes]) -> Any:
+    """((episode, shots), offset) of every record in a sample file."""
+    offset = 0
     for line in handle:
         record = json.loads(line)
-        yield (record["episode"], record["shots"]), line
+        yield (record["episode"], record["shots"]), offset
+        offset += len(line)
 
 
 def git_commit() -> str | None:

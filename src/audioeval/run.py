@@ -15,6 +15,7 @@ from audioeval.augment.plan import AugmentPlan, parse_augment
 from audioeval.augment.sweep import clean_tasks, condition_groups, with_conditions, write_robustness
 from audioeval.cache import NoCache, ResponseCache
 from audioeval.distributed import Topology, collectively, init_topology
+from audioeval.endpoint_stats import EndpointStats
 from audioeval.errors import UsageError
 from audioeval.evaluator import EvalSettings, Evaluator, ScoreRow, TaskOutcome, TaskTiming
 from audioeval.models import create_model, get_model_class
@@ -184,6 +185,7 @@ def _evaluate_and_write(
         judge.attach_cache(cache)
 
     outcomes: dict[str, list[TaskOutcome]] = {}
+    endpoints: dict[str, Any] = {}
     model = None
     try:
         model = collectively(
@@ -198,6 +200,7 @@ def _evaluate_and_write(
             )
             if topology.is_main:
                 outcomes[task.name] = gathered
+        endpoints = _endpoint_figures(topology.gather(_endpoint_stats(model, judge)))
         topology.barrier()
     finally:
         if model is not None:
@@ -271,9 +274,10 @@ def _evaluate_and_write(
         "versions": library_versions(),
         "git_commit": git_commit(),
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "timing": {**_timing_block(total), "tasks": timings},
+        "timing": {**_timing_block(total), "endpoints": endpoints, "tasks": timings},
         "warnings": warnings,
         "unscored_tasks": unscored,
+        "judges_down": sorted(judge.down) if judge is not None else [],
     }
     robustness_table = ""
     if plan is not None:
@@ -304,6 +308,22 @@ def _evaluate_and_write(
     output["table"] = table
     output["resume_note"] = resume_note(total.cached, total.samples)
     return output
+
+
+def _endpoint_stats(model: Any, judge: Any) -> dict[str, EndpointStats]:
+    stats = {"model": model.stats}
+    if judge is not None:
+        stats.update({f"judge {j.judge_id}": j.model.stats for j in judge.judges})
+    return stats
+
+
+def _endpoint_figures(per_rank: list[dict[str, EndpointStats]]) -> dict[str, Any]:
+    """Per endpoint (the model, each judge), the figures of all processes together."""
+    merged: dict[str, EndpointStats] = {}
+    for stats in per_rank:
+        for name, s in stats.items():
+            merged.setdefault(name, EndpointStats()).merge(s)
+    return {name: s.figures() for name, s in merged.items()}
 
 
 def builder_file(builder: Any) -> str:

@@ -37,6 +37,8 @@ def failure_warnings(
                 "the scores. Rerun the same command to retry them (the answers received are cached)."
             )
     for judge_id, info in (judges or {}).items():
+        if info.get("endpoint_down"):
+            warnings.append(f"judge {judge_id}: {info['endpoint_down']}")
         failed_verdicts = int(info.get("failed_verdicts") or 0)
         if failed_verdicts:
             warnings.append(

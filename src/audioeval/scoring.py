@@ -15,6 +15,7 @@ from __future__ import annotations
 import fnmatch
 import inspect
 import math
+import sys
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -46,9 +47,30 @@ def _metric_path(name: str, task_dir: Path) -> Path:
 
 @cache
 def load_metric(path: Path) -> Any:
-    import evaluate
+    return import_evaluate().load(str(path), keep_in_memory=True)
 
-    return evaluate.load(str(path), keep_in_memory=True)
+
+def import_evaluate() -> Any:
+    """`import evaluate`, without the seconds its package init spends importing transformers.pipelines for
+    its Evaluator classes (which audioeval never uses): that import is masked meanwhile, and evaluate then
+    marks those classes unavailable. If evaluate cannot be imported that way, it is imported plainly."""
+    if "evaluate" in sys.modules:
+        return sys.modules["evaluate"]
+    masked = "transformers.pipelines" not in sys.modules
+    if masked:
+        sys.modules["transformers.pipelines"] = None  # type: ignore[assignment]  # importing it raises ImportError
+    try:
+        import evaluate
+    except Exception:  # noqa: BLE001 - another evaluate or transformers version: the plain, slow way below
+        evaluate = None
+    finally:
+        if masked:
+            sys.modules.pop("transformers.pipelines", None)
+    if evaluate is None:
+        for name in [m for m in sys.modules if m == "evaluate" or m.startswith("evaluate.")]:
+            del sys.modules[name]
+        import evaluate
+    return evaluate
 
 
 @dataclass

@@ -12,6 +12,7 @@ import numpy as np
 
 DEFAULT_RESAMPLES = 10_000
 _CHUNK = 1000
+_CHUNK_CELLS = 1_000_000  # resampled indices held at once, so memory does not grow with the sample count
 
 
 def stable_seed(*parts: Any) -> int:
@@ -71,8 +72,9 @@ class Aggregation:
             return _stratified_resamples(cols[0], _strata(cols[1], cols[2]), n_resamples, rng)
         n = len(cols[0])
         out = np.empty(n_resamples, dtype=np.float64)
-        for start in range(0, n_resamples, _CHUNK):
-            stop = min(start + _CHUNK, n_resamples)
+        chunk = max(1, min(_CHUNK, _CHUNK_CELLS // max(1, n)))  # the draws do not depend on the chunking
+        for start in range(0, n_resamples, chunk):
+            stop = min(start + chunk, n_resamples)
             idx = rng.integers(0, n, size=(stop - start, n))
             if self.kind == "mean":
                 out[start:stop] = cols[0][idx].mean(axis=1)

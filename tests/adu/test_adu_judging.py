@@ -218,6 +218,14 @@ def test_judge_failures_are_reported_and_excluded_never_zero(
     assert out["judges"]["judge-a"]["failed_verdicts"] == (2 if fails else 0)
     assert out["judges"]["judge-a"]["out_of_range_verdicts"] == (2 if out_of_range else 0)
     assert metrics["judge_out_of_range"] == metrics["judge_out_of_range@judge-a"] == float(out_of_range)
+    judge = out["judges"]["judge-a"]
+    attempts = 2 * 2 * (1 + judge_args.get("max_retries", 6))  # items x orders x attempts each
+    kind = faults[0].kind if faults else None
+    assert judge["http_429"] == (min(faults[0].times, attempts) if kind == "429" else 0)
+    assert judge["timeouts"] == (min(faults[0].times, attempts) if kind == "hang" else 0)
+    endpoints = (Path(out["run_dir"]) / "adu_bench_report.md").read_text()
+    row = f"| judge-a | 4 | {judge['retries']} | {judge['http_429']} | 0 | {judge['timeouts']} | {judge['failed_verdicts']} |"
+    assert "## Judge endpoints" in endpoints and row in endpoints
     if fails:
         assert metrics["judge_failure_rate"] == 1.0 and metrics["judge_failure_rate@judge-a"] == 1.0
         assert metrics["score_missing"] == 2 and math.isnan(metrics["score"])  # excluded, not scored 0

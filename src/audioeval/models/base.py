@@ -1,11 +1,21 @@
-"""The model interface: `generate(requests) -> responses`, batched, registered by name."""
+"""The model interface, registered by name. A backend says how it takes work:
+
+- in batches (`Model`): `generate(requests) -> responses`; the serving path hands it length-sorted lists of
+  `request_chunk_size` requests, one call at a time, from a worker thread;
+- as a stream (`StreamingModel`, API endpoints): `await generate_one(request)`; the serving path sends each
+  request the moment it is rendered and the backend keeps its own bounded number in flight.
+
+Either way `stats` holds what the backend was asked and how it answered (results.json, per endpoint).
+"""
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
+from audioeval.endpoint_stats import EndpointStats
 from audioeval.errors import ModelError, UsageError, unknown_name_message
 from audioeval.kvargs import annotation_kind, check_declared, kind_error
 from audioeval.models.generation import LOCAL_GEN_KWARGS
@@ -18,6 +28,8 @@ class Model(ABC):
     name: ClassVar[str] = ""
     #: True when the backend needs the task's label space (e.g. `chance`).
     needs_choices: ClassVar[bool] = False
+    #: True for backends that take requests one at a time, concurrently (StreamingModel).
+    streams: ClassVar[bool] = False
     #: --model_args that must be given although __init__ defaults them to None (e.g. `pretrained`)
     required_args: ClassVar[tuple[str, ...]] = ()
     #: smallest allowed value of numeric --model_args, e.g. {"num_concurrent": 1}
@@ -68,8 +80,27 @@ class Model(ABC):
 
     @property
     def request_chunk_size(self) -> int:
-        """How many requests the evaluator hands to one generate() call (API backends raise this)."""
+        """How many requests the serving path hands to one generate() call."""
         return self.batch_size
+
+    @property
+    def batch_window(self) -> int:
+        """A batch backend's requests are cut into windows of this many, each sorted longest first and handed
+        over in chunks of request_chunk_size; what is batched with what depends only on the request order."""
+        return 4 * self.request_chunk_size
+
+    @property
+    def max_in_flight(self) -> int:
+        """The most requests this backend works on at once (a streaming backend's concurrency ceiling)."""
+        return self.request_chunk_size
+
+    @property
+    def stats(self) -> EndpointStats:
+        """Requests, retries, latencies, ... of this backend over the run (created on first use)."""
+        stats = self.__dict__.get("_stats")
+        if stats is None:
+            stats = self.__dict__["_stats"] = EndpointStats()
+        return stats
 
     def prepare(self, tasks: list[Any]) -> None:  # noqa: B027 - optional hook
         """Called once with the prepared tasks after the model is created and before evaluation starts (e.g. to
@@ -81,6 +112,9 @@ class Model(ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources (servers, GPU memory)."""
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook
+        """Release what belongs to the running event loop (connection pools); called as each task ends."""
 
     @classmethod
     def check_args(cls, model_args: dict[str, Any]) -> None:
@@ -121,6 +155,7 @@ def check_init_args(cls: type[Model], model_args: dict[str, Any]) -> None:
             raise ModelError(
                 "--model_args: " + unknown_name_message(f"argument for model {cls.name!r}", key, accepted)
             )
+
     required = [n for n, p in accepted.items() if p.default is inspect.Parameter.empty]
     for key in [*required, *cls.required_args]:
         if model_args.get(key) is None:
@@ -134,3 +169,27 @@ def check_init_args(cls: type[Model], model_args: dict[str, Any]) -> None:
         problem = kind_error(value, kind)
         if problem:
             raise ModelError(f"--model_args {key}={value}: model {cls.name!r} {problem}.")
+
+
+class StreamingModel(Model):
+    """A backend that takes one request at a time and keeps several in flight (API endpoints)."""
+
+    streams: ClassVar[bool] = True
+    batch_window = 1  # every request is handed over the moment it is rendered
+
+    @abstractmethod
+    async def generate_one(self, request: Request) -> Response:
+        """The response to one request (Response(error=...) when the backend gave up on it)."""
+
+    def generate(self, requests: list[Request]) -> list[Response]:
+        """All at once, in order: for callers outside the evaluator (cascade stages, scripts)."""
+        if not requests:
+            return []
+
+        async def run() -> list[Response]:
+            try:
+                return list(await asyncio.gather(*(self.generate_one(r) for r in requests)))
+            finally:
+                await self.aclose()
+
+        return asyncio.run(run())

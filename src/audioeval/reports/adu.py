@@ -249,6 +249,10 @@ def report(ctx: ReportContext) -> list[Path]:
     )
     model = model_label(ctx.results)
     summary["model"] = model
+    summary["judge_endpoints"] = {
+        j: {k: v for k, v in info.items() if k not in ("identity", "sampling")}
+        for j, info in (ctx.results.get("judges") or {}).items()
+    }
     _warn_about_failures(summary)
     png = plot(summary, model, ctx.run_dir / "adu_bench_domains.png")
     md = ctx.run_dir / "adu_bench_report.md"

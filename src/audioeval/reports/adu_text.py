@@ -81,6 +81,7 @@ def markdown(summary: dict[str, Any], model: str, png: str | None) -> str:
         "",
     ]
     lines += _judge_lines(summary)
+    lines += _endpoint_lines(summary.get("judge_endpoints") or {})
     lines += _domain_lines(summary)
     lines += _count_lines(summary)
     if summary["variation"]:
@@ -119,6 +120,20 @@ def _judge_lines(summary: dict[str, Any]) -> list[str]:
                 f"| {j} | {DATASETS.get(ds, ds)} | {cell_n(b['score'])} | {cell_n(b['ref_first'])} | "
                 f"{cell_n(b['resp_first'])} | {cell_n(b['position_bias'])} | {_failures(b)} |"
             )
+    return lines + [""]
+
+
+def _endpoint_lines(judges: dict[str, Any]) -> list[str]:
+    """What each judge endpoint cost: requests, retries, rate limits, server errors (results.json `judges`)."""
+    if not judges:
+        return []
+    keys = ("requests_sent", "retries", "http_429", "http_5xx", "timeouts", "failed_verdicts")
+    lines = ["## Judge endpoints", ""]
+    lines += ["| judge | requests | retries | HTTP 429 | HTTP 5xx | timeouts | failed verdicts |"]
+    lines += ["|---|---|---|---|---|---|---|"]
+    lines += [
+        f"| {j} | " + " | ".join(str(info.get(k, 0)) for k in keys) + " |" for j, info in judges.items()
+    ]
     return lines + [""]
 
 
