@@ -2,9 +2,12 @@
 built-in English queries as eSpeak NG speaks them: word error rate per speaker and per speech rate.
 
     PYTHONPATH=src python bench/adu_pocketsphinx_wer.py [--limit N]
+    PYTHONPATH=src python bench/adu_pocketsphinx_wer.py --augment babble_snr=20,10,0 [--config general]
 
 Prints a markdown table (quoted in docs/adu_bench.md). English items of the general and skill datasets,
-each rendered with every speaker at the standard settings and at the +-10% rates.
+each rendered with every speaker at the standard settings and at the +-10% rates. With --augment (the
+harness's flag, repeatable): the WER of one ADU-Bench config's queries as a run evaluates them, clean and
+under every condition (quoted in docs/robustness.md).
 """
 
 from __future__ import annotations
@@ -27,10 +30,42 @@ def normalise(text: str) -> str:
     return " ".join(re.sub(r"[^a-z0-9' ]+", " ", text.lower()).split())
 
 
+def wer_under_conditions(flags: list[str], config: str, limit: int | None) -> None:
+    from audioeval.augment.episode import augment_episode
+    from audioeval.augment.plan import parse_augment
+    from audioeval.builders import make_builder
+
+    plan = parse_augment(flags)
+    builder = make_builder("adu_bench", config, {})
+    episodes = [
+        builder.episode(i) for i in range(min(limit or builder.num_episodes(), builder.num_episodes()))
+    ]
+    episodes = [e for e in episodes if e["metadata"]["language"] == "en"]
+    sphinx = create_model("pocketsphinx", {}, batch_size=1, seed=0)
+    refs = [normalise(e["metadata"]["question"]) for e in episodes]
+    print(f"ADU-Bench {config}: {len(episodes)} English queries, the run's renderings (seed 0)\n")
+    print("| condition | WER |")
+    print("|---|---|")
+    for condition in [None, *plan.conditions]:
+        degraded = (
+            episodes if condition is None else [augment_episode(e, condition, builder) for e in episodes]
+        )
+        hyps = [normalise(sphinx.transcribe(e["query"]["clips"][0]["audio"])) for e in degraded]
+        print(
+            f"| {'clean' if condition is None else condition.name} | {jiwer.wer(refs, hyps):.3f} |",
+            flush=True,
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--limit", type=int, default=None, help="queries per dataset (default: all)")
+    parser.add_argument("--augment", action="append", default=[], help="as the harness's --augment")
+    parser.add_argument("--config", default="general", help="with --augment: the ADU-Bench config")
     args = parser.parse_args()
+    if args.augment:
+        wer_under_conditions(args.augment, args.config, args.limit)
+        return
     corpus = builders_dir() / "adu_bench" / "corpus"
     items = [
         i for name in ("general", "skill") for i in read_query_file(corpus / f"{name}.jsonl")[: args.limit]

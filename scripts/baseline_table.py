@@ -11,6 +11,11 @@ table. Runs go to `results/baselines/runs/<model>/<timestamp>/` with their sampl
 `results/baselines/cache`, so an interrupted run resumes. About 80 minutes on a shared 2-core machine (each
 run's AudioICL report also scores the `shortcut` baseline on its episodes).
 `--table_only` re-renders the table from `baseline_results.json` without evaluating.
+
+With a local copy of the Free Spoken Digit Dataset (`--fsdd_dir`, default `../shared/corpora/fsdd` from the
+repository root when it is there), AudioOperator and AudioOperatorHard are also run on real FSDD digits
+(speaker jackson, as in the paper) for `chance`, `knn-icl` and `dsp-oracle`; those rows sit next to the
+eSpeak-digit rows. `--only fsdd` runs just them (about 20 minutes on 2 cores at N = 300).
 """
 
 from __future__ import annotations
@@ -48,6 +53,11 @@ TASKS: dict[str, tuple[str, str, str]] = {
     "audioicl_morse_letter": ("ML", "MorseLetter (ablation)", "3.8"),
 }
 GROUPS = {"audioicl_a2": "A2 average", "audioicl_a3": "A3 average"}
+
+# the real-corpus rows: AudioOperator(Hard) with Free Spoken Digit Dataset recordings instead of eSpeak NG digits
+FSDD_TASKS = ("audioicl_audio_operator", "audioicl_audio_operator_hard")
+FSDD_MODELS = ("chance", "knn-icl", "dsp-oracle")
+DEFAULT_FSDD = ROOT.parent / "shared" / "corpora" / "fsdd"
 
 # Qwen3-Omni-30B-A3B-Instruct, Specific prompting, accuracy % and 95% CI half-width, from the AudioICL-Bench
 # paper (Chen et al.): Table II for k = 0, 1, 3, 5 (its k=5 row is Table III's Qwen3 row), Table IV for the
@@ -90,16 +100,18 @@ def _fallback_shares(run_dir: Path) -> dict[str, dict[int, float]]:
     return shares
 
 
-def evaluate(model: str, args: argparse.Namespace) -> dict[str, Any]:
+def evaluate(
+    model: str, args: argparse.Namespace, tasks: str = TASK_SELECTION, task_args: dict[str, Any] | None = None
+) -> dict[str, Any]:
     from audioeval.run import RunConfig, run_evaluation
 
     started = time.perf_counter()
     output = run_evaluation(
         RunConfig(
-            tasks=TASK_SELECTION,
+            tasks=tasks,
             model=model,
             num_fewshot=list(SHOTS),
-            task_args={"n_episodes": args.n_episodes},
+            task_args={"n_episodes": args.n_episodes, **(task_args or {})},
             seed=args.seed,
             output_path=str(args.output_dir / "runs"),
             log_samples=model == "dsp-oracle",
@@ -137,6 +149,8 @@ def evaluate(model: str, args: argparse.Namespace) -> dict[str, Any]:
 def _cell(entry: dict[str, Any] | None) -> str:
     if not entry or entry.get("accuracy") is None:
         return "—"
+    if not entry.get("ci95"):  # one episode or no bootstrap: no interval was measured
+        return f"{100 * entry['accuracy']:.1f}"
     lo, hi = entry["ci95"]
     return f"{100 * entry['accuracy']:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]"
 
@@ -173,6 +187,37 @@ def _oracle_cell(entry: dict[str, Any] | None, share: float | None) -> str:
     return text + f" ({100 * share:.0f}% drawn)"
 
 
+FSDD_MARK = "FSDD digits ‡"
+
+
+def _fsdd_note(summary: dict[str, Any]) -> str:
+    settings = summary["fsdd"]["settings"]
+    return (
+        f" ‡ the same task with the paper's digits: real Free Spoken Digit Dataset recordings of speaker "
+        f"jackson (`--task_args fsdd_dir=...`; N = {settings['n_episodes']}, seed {settings['seed']}) instead of "
+        "eSpeak NG digits; the operator sounds stay procedural (only these rows: `python scripts/baseline_table.py "
+        "--only fsdd --update_readme README.md`)."
+    )
+
+
+def _fsdd_rows(summary: dict[str, Any], task: str, models: list[str]) -> list[str]:
+    """The task's rows on real FSDD digits (only the models run there; the others show —)."""
+    fsdd = summary.get("fsdd") or {}
+    if task not in FSDD_TASKS or not fsdd.get("models"):
+        return []
+    short, full, chance = TASKS[task]
+    rows = []
+    for k in fsdd["settings"]["shots"]:
+        cells = []
+        for model in models:
+            result = fsdd["models"].get(model)
+            entry = result["tasks"].get(task, {}).get(str(k)) if result else None
+            share = result["fallback"].get(task, {}).get(str(k)) if result else None
+            cells.append(_oracle_cell(entry, share) if model == "dsp-oracle" else _cell(entry))
+        rows.append(f"| {full} ({short}), {FSDD_MARK} | {k} | {chance} | " + " | ".join(cells) + " | |")
+    return rows
+
+
 def render(summary: dict[str, Any]) -> str:
     settings = summary["settings"]
     models = [m for m in MODELS if m in summary["models"]]
@@ -203,6 +248,7 @@ def render(summary: dict[str, Any]) -> str:
             lines.append(
                 f"| {full} ({short}) | {k} | {chance} | " + " | ".join(cells) + f" | {_paper(task, k)} |"
             )
+        lines += _fsdd_rows(summary, task, models)
     for group, title in GROUPS.items():
         for k in settings["shots"]:
             cells = [_cell(summary["models"][m]["groups"].get(group, {}).get(str(k))) for m in models]
@@ -219,7 +265,26 @@ def render(summary: dict[str, Any]) -> str:
         "[docs/audioicl_bench.md](docs/audioicl_bench.md#shortcuts). Where another "
         f"model beats Qwen3-Omni in Table III (k=5): {PAPER_BETTER}.",
     ]
+    if (summary.get("fsdd") or {}).get("models"):
+        lines[-1] += _fsdd_note(summary)
     return "\n".join(lines)
+
+
+def splice_fsdd_rows(readme: Path, summary: dict[str, Any]) -> None:
+    """Put the FSDD rows (and their footnote) into the README's existing table, after each task's own rows:
+    for a run of the FSDD rows alone, without the eSpeak results this script would need to redraw the table."""
+    text = readme.read_text(encoding="utf-8")
+    lines = [line for line in text.split("\n") if FSDD_MARK not in line]
+    header = next(i for i, line in enumerate(lines) if line.startswith("| task | k | chance (paper) |"))
+    models = [c.strip(" `") for c in lines[header].split("|")[4:-2]]
+    for task, (short, full, _chance) in TASKS.items():
+        rows = _fsdd_rows(summary, task, models)
+        if rows:
+            last = max(i for i, line in enumerate(lines) if line.startswith(f"| {full} ({short}) | "))
+            lines[last + 1 : last + 1] = rows
+    note = next(i for i, line in enumerate(lines) if line.startswith("† every answer"))
+    lines[note] = lines[note].split(" ‡ ")[0] + _fsdd_note(summary)
+    readme.write_text("\n".join(lines), encoding="utf-8")
 
 
 def update_readme(readme: Path, table: str) -> None:
@@ -251,6 +316,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no_cache", action="store_true", help="do not read or write the response cache")
     parser.add_argument("--update_readme", type=Path, help="README whose baselines section gets the table")
     parser.add_argument("--table_only", action="store_true", help="re-render from baseline_results.json")
+    parser.add_argument(
+        "--fsdd_dir",
+        type=Path,
+        default=DEFAULT_FSDD,
+        help="local Free Spoken Digit Dataset for the FSDD rows (default: ../shared/corpora/fsdd from the "
+        "repository root; the rows are skipped when it is missing)",
+    )
+    parser.add_argument(
+        "--only", choices=["espeak", "fsdd"], help="run only the eSpeak-digit table or only the FSDD rows"
+    )
     args = parser.parse_args(argv)
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     unknown = [m for m in models if m not in MODELS]
@@ -271,11 +346,16 @@ def main(argv: list[str] | None = None) -> int:
             "tasks": TASK_SELECTION,
         }
         summary = {"settings": settings, "models": {}}
-        if summary_path.exists():  # keep the other models' results of a run with the same settings
-            previous = json.loads(summary_path.read_text())
-            if previous.get("settings") == settings:
-                summary["models"] = previous.get("models", {})
-        for model in models:
+        previous = json.loads(summary_path.read_text()) if summary_path.exists() else {}
+        if (
+            previous.get("settings") == settings
+        ):  # keep the other models' results of a run with the same settings
+            summary["models"] = previous.get("models", {})
+        fsdd_settings = {k: v for k, v in settings.items() if k != "tasks"} | {"tasks": ",".join(FSDD_TASKS)}
+        summary["fsdd"] = {"settings": fsdd_settings, "models": {}}
+        if (previous.get("fsdd") or {}).get("settings") == fsdd_settings:
+            summary["fsdd"]["models"] = previous["fsdd"].get("models", {})
+        for model in models if args.only != "fsdd" else []:
             print(
                 f"[baseline_table] {model}: {TASK_SELECTION} at k={list(SHOTS)}, N={args.n_episodes}",
                 flush=True,
@@ -284,7 +364,22 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[baseline_table] {model}: {summary['models'][model]['wall_seconds']} s", flush=True)
             # JSON keys are strings: store them as such so --table_only reads the same structure
             summary_path.write_text(json.dumps(json.loads(json.dumps(summary)), indent=1) + "\n")
+        fsdd_models = [m for m in models if m in FSDD_MODELS] if args.only != "espeak" else []
+        if fsdd_models and not args.fsdd_dir.is_dir():
+            print(f"[baseline_table] no FSDD copy at {args.fsdd_dir}: the FSDD rows are skipped", flush=True)
+            fsdd_models = []
+        for model in fsdd_models:
+            print(f"[baseline_table] {model}: {','.join(FSDD_TASKS)} on FSDD digits", flush=True)
+            result = evaluate(model, args, ",".join(FSDD_TASKS), {"fsdd_dir": str(args.fsdd_dir.resolve())})
+            summary["fsdd"]["models"][model] = result
+            print(f"[baseline_table] {model} (FSDD): {result['wall_seconds']} s", flush=True)
+            summary_path.write_text(json.dumps(json.loads(json.dumps(summary)), indent=1) + "\n")
         summary = json.loads(summary_path.read_text())
+    if not summary["models"]:  # only the FSDD rows were run: put them into the README's table
+        if args.update_readme and (summary.get("fsdd") or {}).get("models"):
+            splice_fsdd_rows(args.update_readme, summary)
+            print(f"updated: {args.update_readme} (the FSDD rows of {SECTION})")
+        return 0
     table = render(summary)
     (args.output_dir / "baseline_table.md").write_text(table + "\n")
     print(table)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -44,6 +46,29 @@ def run_cli_subprocess(args: list[str], timeout: float = 300, **kwargs) -> subpr
     )
 
 
+def run_two_processes(args: list[str], timeout: float = 600) -> subprocess.CompletedProcess:
+    """`accelerate launch` with 2 CPU processes (world size 2) running `audioeval args`."""
+    env = {**os.environ, "ACCELERATE_DISABLE_RICH": "1"}
+    cmd = [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--multi_gpu",
+        "--num_processes",
+        "2",
+        "--num_machines",
+        "1",
+        "--mixed_precision",
+        "no",
+        "--dynamo_backend",
+        "no",
+        "-m",
+        "audioeval",
+        *args,
+    ]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+
+
 def latest_run(output_path: Path) -> Path:
     runs = sorted(p for p in output_path.glob("*/*") if (p / "results.json").exists())
     assert runs, f"no run folder with results.json under {output_path}"
@@ -63,3 +88,16 @@ def load_samples(run_dir: Path, task: str, drop_volatile: bool = True) -> list[d
             for key in VOLATILE_SAMPLE_FIELDS:
                 r.pop(key, None)
     return records
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def toy_answer(body: dict) -> str:
+    """A fake endpoint's reply to a toy_tones prompt: low or high, fixed by the prompt's content."""
+    from audioeval.testing.fake_openai import prompt_text
+
+    return "high" if hashlib.sha256(prompt_text(body).encode()).digest()[0] % 2 else "low"

@@ -13,9 +13,11 @@ from audioeval.alice.checkers import (
     _count_marker_lines,
     _ifeval,
     check_response,
+    follows,
     split_paragraphs,
     title_spans,
 )
+from audioeval.alice.sentences import count_sentences, english_punkt
 from audioeval.resources import metrics_dir
 from audioeval.scoring import load_metric
 from tests.alice_testutil import isolated_cache  # noqa: F401
@@ -149,6 +151,33 @@ def test_paragraphs_split_on_newlines_and_dividers():
     assert strict("\n\nFirst.\n\nSecond.\n", C.NUMBER_PARAGRAPHS, kwargs)
     assert not strict("One.\nTwo.\nThree.", C.NUMBER_PARAGRAPHS, kwargs)
     assert not strict("One. *** *** Two.", C.NUMBER_PARAGRAPHS, kwargs)  # an empty middle paragraph fails
+    # upstream splits the stripped response: blank lines at either end are not empty middle paragraphs
+    assert strict("  \n  \nFirst.\nSecond.\n \t\n  ", C.NUMBER_PARAGRAPHS, kwargs)
+    assert strict(" \n *** First.\nSecond.", C.NUMBER_PARAGRAPHS, kwargs)
+
+
+def upstream_paragraphs(value: str, num_paragraphs: int) -> bool:
+    """Speech-IFEval's ParagraphChecker.check_following."""
+    paragraphs = re.split(r"\s*\*\*\*\s*|\n{1,}", value.strip())
+    count = len(paragraphs)
+    for index, paragraph in enumerate(paragraphs):
+        if not paragraph.strip():
+            if index == 0 or index == len(paragraphs) - 1:
+                count -= 1
+            else:
+                return False
+    return count == num_paragraphs
+
+
+def test_paragraph_count_matches_upstream_on_edge_cases():
+    rng = random.Random(5)
+    alphabet = [" ", "\n", "\n\n", "*", "***", "a", "b.", "\t", "\r", "\u00a0"]
+    for _ in range(4000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 16)))
+        for n in (1, 2, 3):
+            assert follows(C.NUMBER_PARAGRAPHS, text, {"num_paragraphs": n}) == upstream_paragraphs(
+                text, n
+            ), text
 
 
 def test_creative_writing_checks_from_ifeval():
@@ -161,14 +190,81 @@ def test_creative_writing_checks_from_ifeval():
     assert strict("c++ is fine", C.KEYWORDS_EXIST, {"keywords": ["c++"]})  # not a valid regex: literal
 
 
-def test_sentence_count_without_punkt_is_missing_with_a_clear_note():
-    from audioeval.alice.checkers import _punkt_available
+def test_sentence_count_is_scored_offline_with_nltks_english_punkt():
+    kwargs = {"num_sentences": 3, "relation": "at least"}
+    # NLTK's own example: abbreviations (Mr.), initials (S. Bach) and lower-case starts need the trained model
+    text = (
+        "Punkt knows that the periods in Mr. Smith and Johann S. Bach\ndo not mark sentence boundaries.  "
+        "And sometimes sentences\ncan start with non-capitalized words.  i is a good variable\nname."
+    )
+    assert count_sentences(text) == 3
+    assert strict(text, C.NUMBER_SENTENCES, kwargs) is True
+    assert strict(text, C.NUMBER_SENTENCES, {"num_sentences": 3, "relation": "less than"}) is False
+    assert count_sentences("Dr. Watson met Mrs. Hudson at 10 a.m. on Baker St. today.") == 1
+    assert strict("One sentence. Two sentences.", C.NUMBER_SENTENCES, kwargs) is False
 
-    if _punkt_available():
-        pytest.skip("NLTK punkt is installed here")
-    result = check_response("One. Two.", C.NUMBER_SENTENCES, {"num_sentences": 2, "relation": "at least"})
-    assert result.strict is None and result.loose is None
-    assert "nltk.downloader punkt" in result.note
+
+def test_sentence_count_equals_nltk_sent_tokenize(tmp_path, monkeypatch):
+    """nltk.sent_tokenize reads punkt_tab from an nltk_data folder; give it the shipped tables in that format
+    and it must split every text exactly as the offline tokenizer does."""
+    import nltk
+    from punkt.data import english
+
+    folder = tmp_path / "tokenizers" / "punkt_tab" / "english"
+    folder.mkdir(parents=True)
+    (folder / "abbrev_types.txt").write_text("\n".join(sorted(english.ABBREV_TYPES)) + "\n")
+    (folder / "collocations.tab").write_text("".join(f"{a}\t{b}\n" for a, b in sorted(english.COLLOCATIONS)))
+    (folder / "sent_starters.txt").write_text("\n".join(sorted(english.SENT_STARTERS)) + "\n")
+    (folder / "ortho_context.tab").write_text(
+        "".join(f"{k}\t{v}\n" for k, v in english.ORTHO_CONTEXT.items())
+    )
+    monkeypatch.setattr(nltk.data, "path", [str(tmp_path)])
+    nltk.tokenize._get_punkt_tokenizer.cache_clear()
+    try:
+        rng = random.Random(11)
+        words = [
+            "Mr.",
+            "Smith",
+            "went",
+            "to",
+            "Washington",
+            "D.C.",
+            "on",
+            "Jan.",
+            "5",
+            "i.e.",
+            "the",
+            "U.S.",
+            "he",
+            "said",
+            "3.5",
+            "percent",
+            "e.g.",
+            "Corp.",
+            "and",
+            "Inc.",
+            "But",
+            "it",
+            "rained",
+            "?",
+            "!",
+            '"Yes."',
+            "(no.)",
+            "etc.",
+            "St.",
+            "Louis",
+            "a.m.",
+            "...",
+            "Dr.",
+            "However",
+            "Ph.D.",
+            "No.",
+        ]
+        texts = [" ".join(rng.choice(words) for _ in range(rng.randint(1, 40))) for _ in range(400)]
+        for text in texts:
+            assert english_punkt().tokenize(text) == nltk.sent_tokenize(text), text
+    finally:
+        nltk.tokenize._get_punkt_tokenizer.cache_clear()
 
 
 @pytest.mark.parametrize(

@@ -71,6 +71,28 @@ def test_full_group_fills_table_2(tmp_path):
     for cell in cells:
         lo, hi = cell["ci95"]
         assert lo <= cell["value"] <= hi
+        assert cell["categories"] == ["CEQ"]
+    assert by_key[("A", "one-shot", 2)]["unscored_tasks"] == [
+        "alice_s2_asr_cot",
+        "alice_s2_ser_cot",
+        "alice_s2_gr_cot",
+        "alice_s2_mmau_cot",
+    ]
+    report = (run_dir / "alice_report.md").read_text()
+    assert "CEQ and CoT items are pooled" not in report
+    assert "| items scored | CEQ | CEQ |" in report and "no item has a score): alice_s1_asr_cot," in report
+
+    # the group aggregates what was scored (the CEQ leaves) and names the CoT leaves it could not score
+    groups = json.loads((run_dir / "results.json").read_text())["groups"]
+    for group in ("alice", "alice_stage1", "alice_stage2", "alice_stage3"):
+        block = groups[group]["1-shot"]
+        leaves = block["subtasks"]
+        assert block["format_strict"] is not None and 0 <= block["format_strict"] <= 1, group
+        assert block["format_strict_unscored"] == [t for t in leaves if t.endswith("_cot")], group
+    results = json.loads((run_dir / "results.json").read_text())["results"]
+    stage3_ceq = [t for t in groups["alice_stage3"]["1-shot"]["subtasks"] if t.endswith("_ceq")]
+    expected = np.mean([results[t]["1-shot"]["format_strict"] for t in stage3_ceq])
+    assert groups["alice_stage3"]["1-shot"]["format_strict"] == pytest.approx(expected)
 
 
 # --- bad responses through the harness ------------------------------------------------------------------------

@@ -94,11 +94,33 @@ def test_word_errors():
     assert word_errors("Hello, world!", "hello world", "whisper_basic") == (0, 2)
 
 
-def test_degenerate_responses():
+def test_degenerate_responses_true_loops_are_caught():
     assert looks_degenerate("The transcript is: " + "and then " * 30)
     assert looks_degenerate("ha" * 200)
+    assert looks_degenerate("Step 1: " + "-" * 600)
+    # a sentence repeated until the token limit, cut off inside a word
+    sentence = "The speaker says that the weather is nice today. "
+    assert looks_degenerate("Let me think.\n" + sentence * 20 + "The speaker sa")
+    assert looks_degenerate("Answer: " + "I am fine, " * 25 + "I a")
+    # a 40-word unit repeated 8 times
+    unit = " ".join(f"w{i}" for i in range(40))
+    assert looks_degenerate("Transcript: " + " ".join([unit] * 8))
+    assert looks_degenerate("0" * 400)
+
+
+def test_degenerate_responses_normal_text_is_not_flagged():
     assert not looks_degenerate("I listen to the clip. The speaker says: the cat sat on the mat.")
     assert not looks_degenerate("")
+    # short repetitions that real speech and formatted answers contain
+    assert not looks_degenerate("Step 1: the audio.\n" + "-" * 32 + "\nTranscript: hello there")
+    assert not looks_degenerate("The speaker reads out the number " + "1234567890" * 4)
+    assert not looks_degenerate("Result: " + "9" * 40)
+    assert not looks_degenerate("The speaker laughs: " + "ha " * 12 + "that was funny")
+    assert not looks_degenerate("Transcript: " + "ha " * 20)
+    assert not looks_degenerate("She says: no, no, no, no, no, no, no, no, no, no.")
+    table = "| word | count |\n|" + "-" * 40 + "|" + "-" * 40 + "|\n| the | 3 |"
+    assert not looks_degenerate(table)
+    assert not looks_degenerate("Answer:\n" + "=" * 80)
 
 
 # --- parser and metric through the harness ------------------------------------------------------------------
@@ -165,7 +187,7 @@ def test_task_metric_cot_uses_judge_and_reports_failures(task_metric):
         {"answer": {"j": {"value": 1.0, "error": None}}},
         {"answer": {"j": {"value": None, "error": "unparsable verdict"}}},
     ]
-    responses = ["r", "r", "so: " + "hello " * 40, "x", "y"]
+    responses = ["r", "r", "so: " + "hello " * 60, "x", "y"]
     refs = ["Hello there, world.", "hello", "hello there world", "sad", "sad"]
     out = task_metric.compute(predictions=responses, references=refs, sample_info=info, judgments=judgments)
     assert out["wer_errors"][:2] == [1, None] and out["wer_words"][:2] == [3, None]

@@ -225,3 +225,62 @@ def test_cli_runs_on_a_local_copy(tmp_path):
     results = json.loads(results_file.read_text())["results"]
     assert results["alice_s1_ser_ceq"]["4-shot"]["n"] == 2
     assert results["alice_s2_mmau_ceq"]["1-shot"]["n"] == 1
+
+
+def test_limit_on_a_local_copy_is_stratified_over_constraints(tmp_path):
+    """The files list each constraint's items together; `--limit N` must still sample every constraint, in
+    proportion to its share."""
+    from audioeval.cli import main
+
+    ser_q = 'What emotion is expressed? Choose the answer from "neutral", "happy", "sad" or "angry".'
+
+    def row(i, iid, kwargs, constraint):
+        return {
+            "id": i,
+            "audio_filepath": f"Speech_emotion_recognition/ser{i % 3}.wav",
+            "instruction": f"{ser_q}\n{constraint}",
+            "dataset": "Speech_emotion_recognition",
+            "metric": "accuracy",
+            "instruction_id_list": [iid],
+            "kwargs": [kwargs],
+            "label": "sad",
+        }
+
+    rows = [row(i, CAPITAL, {}, "Answer in capital letters.") for i in range(4)]
+    rows += [row(4 + i, REPEAT, {"prompt_to_repeat": "Answer:"}, 'Start with "Answer:".') for i in range(2)]
+    root = write_layout(tmp_path / "alice", ceq_rows=rows)
+    builder = local(root, "ser_ceq")
+    order = [builder.episode(i)["metadata"] for i in range(builder.num_episodes())]
+    assert [(m["instruction_id"], m["source"]["line"]) for m in order] == [
+        (CAPITAL, 1), (REPEAT, 5), (CAPITAL, 2), (CAPITAL, 3), (REPEAT, 6), (CAPITAL, 4)
+    ]  # fmt: skip
+
+    out = tmp_path / "out"
+    code = main(
+        ["--tasks", "alice_s1_ser_ceq", "--model", "chance", "--num_fewshot", "1", "--limit", "3"]
+        + ["--task_args", f"data_dir={root},max_shots=4", "--output_path", str(out), "--no_cache"]
+        + ["--bootstrap_iters", "0", "--no_progress"]
+    )
+    assert code == 0
+    (results_file,) = out.glob("*/*/results.json")
+    block = json.loads(results_file.read_text())["results"]["alice_s1_ser_ceq"]["1-shot"]
+    assert block["n"] == 3
+    # 2 capital-letter items and 1 repeat-prompt item (the other groups have none)
+    assert block["format_strict_change_case_missing"] == 1 and block["format_strict_startend_missing"] == 2
+
+
+def test_stratified_order_is_round_robin_for_equal_strata_and_proportional_otherwise():
+    from audioeval.alice.items import stratified_order
+
+    equal = [("a", 0), ("a", 1), ("b", 0), ("b", 1), ("c", 0), ("c", 1)]
+    assert stratified_order(equal, lambda x: x[0]) == [
+        ("a", 0),
+        ("b", 0),
+        ("c", 0),
+        ("a", 1),
+        ("b", 1),
+        ("c", 1),
+    ]
+    skewed = [("json", i) for i in range(6)] + [("title", 0), ("title", 1)]
+    first4 = stratified_order(skewed, lambda x: x[0])[:4]
+    assert first4 == [("json", 0), ("title", 0), ("json", 1), ("json", 2)]

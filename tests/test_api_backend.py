@@ -137,3 +137,56 @@ def test_token_limit_field_for_newer_models():
     assert server.requests[0]["max_completion_tokens"] == 9 and "max_tokens" not in server.requests[0]
     with pytest.raises(ModelError, match="token_limit_field"):
         OpenAIChatModel(model="m", base_url=server.base_url, token_limit_field="tokens")
+
+
+@pytest.mark.parametrize(
+    "name, reasoning",
+    [
+        ("gpt-5-mini", True),
+        ("gpt-5-mini-2025-08-07", True),
+        ("gpt-5", True),
+        ("gpt-5.1", True),
+        ("o1", True),
+        ("o3-mini", True),
+        ("o4-mini", True),
+        ("openai/o3", True),
+        ("gpt-4o", False),
+        ("gpt-4o-mini", False),
+        ("qwen2.5-72b", False),
+        ("omni-7b", False),
+        ("my-o3-proxy", False),
+    ],
+)
+def test_reasoning_models_get_max_completion_tokens_and_no_temperature(name, reasoning):
+    with FakeOpenAIServer() as server:
+        model = OpenAIChatModel(model=name, base_url=server.base_url, max_retries=0)
+        (response,) = model.generate([_request("q", max_new_tokens=9, temperature=0.0)])
+    assert response.ok, response.error  # the server refuses max_tokens/temperature 0 for reasoning names
+    body = server.requests[0]
+    if reasoning:
+        assert body["max_completion_tokens"] == 9 and "max_tokens" not in body and "temperature" not in body
+    else:
+        assert body["max_tokens"] == 9 and body["temperature"] == 0.0
+
+
+def test_family_and_token_limit_field_override_the_name():
+    with FakeOpenAIServer() as server:
+        chat = OpenAIChatModel(model="gpt-5-mini", base_url=server.base_url, family="chat", max_retries=0)
+        (refused,) = chat.generate([_request("q", max_new_tokens=9)])
+        proxy = OpenAIChatModel(model="my-o3-proxy", base_url=server.base_url, family="reasoning")
+        proxy.generate([_request("q", max_new_tokens=9)])
+        legacy = OpenAIChatModel(
+            model="o3", base_url=server.base_url, token_limit_field="max_tokens", max_retries=0
+        )
+        legacy.generate([_request("q", max_new_tokens=9)])
+        sampled = OpenAIChatModel(model="o3", base_url=server.base_url)
+        (ok,) = sampled.generate([_request("q", max_new_tokens=9, temperature=1.0)])
+    # family=chat is taken at its word: the real (here: fake) OpenAI endpoint refuses it
+    assert server.requests[0]["max_tokens"] == 9 and server.requests[0]["temperature"] == 0.0
+    assert not refused.ok and "HTTP 400" in refused.error and "max_completion_tokens" in refused.error
+    assert server.requests[1]["max_completion_tokens"] == 9 and "temperature" not in server.requests[1]
+    assert server.requests[2]["max_tokens"] == 9 and "temperature" not in server.requests[2]
+    assert ok.ok and server.requests[3]["temperature"] == 1.0  # an explicit temperature is still sent
+    assert chat.identity != OpenAIChatModel(model="gpt-5-mini", base_url=server.base_url).identity
+    with pytest.raises(ModelError, match="family"):
+        OpenAIChatModel(model="m", base_url=server.base_url, family="thinking")

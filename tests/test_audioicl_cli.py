@@ -126,21 +126,26 @@ def test_build_rejects_bad_arguments_before_writing(tmp_path, capsys):
 
 
 def test_push_arguments_and_mocked_upload(tmp_path, monkeypatch, capsys):
+    from huggingface_hub import constants
+
     folder = tmp_path / "hub"
     folder.mkdir()
     assert main(["push", str(folder), "--repo_id", "org/name"]) == 2
-    assert "not a folder made by `audioeval build`" in capsys.readouterr().err
-    (folder / "README.md").write_text("---\nconfigs:\n- config_name: audio_count\n---\n")
+    assert "not a dataset written by `audioeval build`" in capsys.readouterr().err
+    (folder / "README.md").write_text(
+        "---\nconfigs:\n- config_name: audio_count\n  data_files:\n  - split: test\n    path: audio_count/*\n---\n"
+    )
     assert main(["push", str(folder), "--repo_id", "noslash"]) == 2
     for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(constants, "HF_TOKEN_PATH", str(tmp_path / "no_saved_login" / "token"))
     assert main(["push", str(folder), "--repo_id", "org/name"]) == 2
-    assert "no Hub token" in capsys.readouterr().err
+    assert "no Hugging Face token" in capsys.readouterr().err
     monkeypatch.setenv("HF_TOKEN", "hf_secret_value")
     with mock.patch("huggingface_hub.HfApi") as api:
         api.return_value.upload_folder.return_value = mock.Mock(oid="abc")
         assert main(["push", str(folder), "--repo_id", "org/name", "--private"]) == 0
-    api.assert_called_once_with(token="hf_secret_value")
+    api.assert_called_once_with()  # huggingface_hub resolves the token itself (environment or saved login)
     api.return_value.create_repo.assert_called_once_with(
         "org/name", repo_type="dataset", private=True, exist_ok=True
     )

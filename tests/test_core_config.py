@@ -190,9 +190,15 @@ def test_tasks_list_prints_groups_with_subtasks(toy_dir):
     assert lines[group_line + 1].strip().startswith("toy_tones")
 
 
-def test_model_is_required(toy_dir):
-    code, _, err = run_cli(["--tasks", "toy_tones", "--include_path", str(toy_dir)])
-    assert code == 2 and "--model is required" in err
+def test_without_model_the_chance_baseline_runs_with_a_notice(toy_dir):
+    code, out, err = run_cli(
+        ["--tasks", "toy_tones", "--include_path", str(toy_dir), "--no_cache", "--limit", "2"]
+    )
+    assert code == 0 and "| toy_tones | 0 | accuracy |" in out
+    (notice,) = [line for line in err.splitlines() if "--model" in line]
+    assert (
+        "running the offline `chance` baseline" in notice and "--model hf --model_args pretrained=" in notice
+    )
 
 
 def _chance():

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from audioeval.builders import make_builder
+from audioeval.card import read_card
 from tests.conftest import TOY, run_cli
 
 BUILDER = str(TOY / "toy_tones.py")
@@ -19,7 +20,8 @@ def test_build_round_trip_through_load_dataset(tmp_path):
         ["build", BUILDER, "--output_dir", str(out), "--n_episodes", "5", "--seed", "3"]
     )
     assert code == 0, err
-    assert (out / "README.md").read_text().startswith("---\nconfigs:\n- config_name: tones")
+    card = read_card(out, "the build")
+    assert card.configs == {"tones": {"test": ["tones/test-*.parquet"]}}
     assert sorted(p.name for p in (out / "tones").iterdir()) == ["test-00000-of-00001.parquet"]
     ds = datasets.load_dataset(str(out), "tones", split="test")
     assert len(ds) == 5
@@ -63,8 +65,9 @@ def test_build_rejects_unknown_builder_and_config(tmp_path):
     assert code == 2 and "colour" in err
 
 
-def test_push_uses_token_from_environment_and_never_prints_it(tmp_path, monkeypatch, capsys):
+def test_push_takes_the_token_as_huggingface_hub_finds_it_and_never_prints_it(tmp_path, monkeypatch):
     import huggingface_hub
+    from huggingface_hub import constants
 
     out = tmp_path / "hub"
     assert run_cli(["build", BUILDER, "--output_dir", str(out), "--n_episodes", "2"])[0] == 0
@@ -72,7 +75,7 @@ def test_push_uses_token_from_environment_and_never_prints_it(tmp_path, monkeypa
 
     class FakeApi:
         def __init__(self, token=None):
-            calls["token"] = token
+            calls["token"] = token or huggingface_hub.get_token()  # what HfApi sends: its own resolution
 
         def create_repo(self, repo_id, **kwargs):
             calls["repo"] = (repo_id, kwargs)
@@ -84,16 +87,24 @@ def test_push_uses_token_from_environment_and_never_prints_it(tmp_path, monkeypa
     monkeypatch.setattr(huggingface_hub, "HfApi", FakeApi)
     monkeypatch.delenv("HF_TOKEN", raising=False)
     monkeypatch.delenv("HUGGING_FACE_HUB_TOKEN", raising=False)
+    saved = tmp_path / "hf_home" / "token"
+    monkeypatch.setattr(constants, "HF_TOKEN_PATH", str(saved))
     code, _, err = run_cli(["push", str(out), "--repo_id", "org/toy"])
-    assert code == 2 and "HF_TOKEN" in err
-    monkeypatch.setenv("HF_TOKEN", "hf_secret_value")
+    assert code == 2 and "hf auth login" in err and "HF_TOKEN" in err
+    # the token `hf auth login` saved, with no environment variable
+    saved.parent.mkdir()
+    saved.write_text("hf_saved_login_token\n")
     code, stdout, err = run_cli(["push", str(out), "--repo_id", "org/toy", "--private"])
     assert code == 0, err
-    assert calls["token"] == "hf_secret_value" and calls["repo"] == (
+    assert calls["token"] == "hf_saved_login_token" and calls["repo"] == (
         "org/toy",
         {"repo_type": "dataset", "private": True, "exist_ok": True},
     )
     assert calls["upload"]["folder_path"] == str(out) and calls["upload"]["repo_type"] == "dataset"
-    assert "hf_secret_value" not in stdout + err
+    assert "hf_saved_login_token" not in stdout + err
+    # the environment variable wins over the saved login, as in huggingface_hub
+    monkeypatch.setenv("HF_TOKEN", "hf_secret_value")
+    code, stdout, err = run_cli(["push", str(out), "--repo_id", "org/toy"])
+    assert code == 0 and calls["token"] == "hf_secret_value" and "hf_secret_value" not in stdout + err
     code, _, err = run_cli(["push", str(tmp_path), "--repo_id", "org/toy"])
-    assert code == 2 and "not a folder made by `audioeval build`" in err
+    assert code == 2 and "no README.md dataset card" in err

@@ -3,11 +3,8 @@ counts and reruns, and resuming after a kill or Ctrl-C."""
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -16,8 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from audioeval.testing.fake_openai import FakeOpenAIServer, prompt_text
-from tests.conftest import latest_run, load_results, load_samples, run_cli
+from audioeval.testing.fake_openai import FakeOpenAIServer
+from tests.conftest import (
+    free_port,
+    latest_run,
+    load_results,
+    load_samples,
+    run_cli,
+    run_two_processes,
+    toy_answer,
+)
 
 
 def _toy_args(toy_dir: Path, out: Path, *extra: str) -> list[str]:
@@ -139,26 +144,8 @@ def test_limit_takes_the_first_episodes(toy_dir, tmp_path):
 
 @pytest.mark.slow
 def test_two_processes_match_one(toy_dir, tmp_path):
-    env = {**os.environ, "ACCELERATE_DISABLE_RICH": "1"}
     base = _toy_args(toy_dir, tmp_path / "two", "--model", "chance", "--no_cache", "--batch_size", "4")
-    cmd = [
-        sys.executable,
-        "-m",
-        "accelerate.commands.launch",
-        "--multi_gpu",
-        "--num_processes",
-        "2",
-        "--num_machines",
-        "1",
-        "--mixed_precision",
-        "no",
-        "--dynamo_backend",
-        "no",
-        "-m",
-        "audioeval",
-        *base,
-    ]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+    proc = run_two_processes(base, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     two = latest_run(tmp_path / "two")
     assert load_results(two)["world_size"] == 2
@@ -175,16 +162,6 @@ def test_two_processes_match_one(toy_dir, tmp_path):
 
 
 # --- interruption --------------------------------------------------------------------------------------------
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _answer(body: dict) -> str:
-    return "high" if hashlib.sha256(prompt_text(body).encode()).digest()[0] % 2 else "low"
 
 
 def _api_args(toy_dir: Path, out: Path, cache: Path, port: int) -> list[str]:
@@ -219,9 +196,9 @@ def _wait_for_requests(
 
 @pytest.mark.slow
 def test_sigkill_midway_then_resume_computes_only_missing(toy_dir, tmp_path):
-    port = _free_port()
+    port = free_port()
     cache = tmp_path / "cache"
-    with FakeOpenAIServer(reply=_answer, delay=0.05, port=port) as server:
+    with FakeOpenAIServer(reply=toy_answer, delay=0.05, port=port) as server:
         proc = subprocess.Popen(
             _api_args(toy_dir, tmp_path / "killed", cache, port),
             stdout=subprocess.PIPE,
@@ -231,6 +208,8 @@ def test_sigkill_midway_then_resume_computes_only_missing(toy_dir, tmp_path):
         _wait_for_requests(server, 12, proc)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
+        (killed_dir,) = (tmp_path / "killed").glob("*/*")
+        assert (killed_dir / "INCOMPLETE").is_file() and not (killed_dir / "results.json").exists()
         with sqlite3.connect(cache / "responses.sqlite") as db:
             cached_before = db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
         assert 0 < cached_before < 36
@@ -255,9 +234,9 @@ def test_sigkill_midway_then_resume_computes_only_missing(toy_dir, tmp_path):
 
 @pytest.mark.slow
 def test_ctrl_c_keeps_cache_flushes_samples_and_rerun_resumes(toy_dir, tmp_path):
-    port = _free_port()
+    port = free_port()
     cache = tmp_path / "cache"
-    with FakeOpenAIServer(reply=_answer, delay=0.05, port=port) as server:
+    with FakeOpenAIServer(reply=toy_answer, delay=0.05, port=port) as server:
         proc = subprocess.Popen(
             _api_args(toy_dir, tmp_path / "int", cache, port),
             stdout=subprocess.PIPE,
@@ -274,6 +253,7 @@ def test_ctrl_c_keeps_cache_flushes_samples_and_rerun_resumes(toy_dir, tmp_path)
             json.loads(line)["task"] == "toy_tones" for line in partial[0].read_text().splitlines()
         )
         assert partial[0].read_text().count("\n") >= 4  # windows finished before the interrupt were flushed
+        assert "(interrupted)" in (partial[0].parent / "INCOMPLETE").read_text()
         with sqlite3.connect(cache / "responses.sqlite") as db:
             cached = db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
         assert cached >= 16

@@ -21,7 +21,9 @@ def test_bootstrap_is_seeded_and_resample_count_configurable():
     agg = Aggregation.from_spec("acc", "mean")
     assert summarize(scores, agg, 2000, seed=5).ci95 == summarize(scores, agg, 2000, seed=5).ci95
     assert summarize(scores, agg, 2000, seed=5).ci95 != summarize(scores, agg, 2000, seed=6).ci95
-    assert summarize(scores, agg, 0, seed=5).ci95 == [scores["acc"].mean()] * 2
+    unmeasured = summarize(scores, agg, 0, seed=5)
+    assert not unmeasured.has_ci and all(np.isnan(unmeasured.ci95))  # no bootstrap: no CI, never [v, v]
+    assert unmeasured.stderr > 0  # the analytic standard error of a mean still stands
 
 
 def test_missing_values_are_excluded_and_counted():
@@ -53,3 +55,46 @@ def test_group_is_mean_of_subtask_means_with_ci_from_within_subtask_resampling()
     # the small subtask dominates the uncertainty: wider than the big one's CI, narrower than the small one's
     width = g.ci95[1] - g.ci95[0]
     assert (a.ci95[1] - a.ci95[0]) < width < (b.ci95[1] - b.ci95[0])
+
+
+def test_nothing_measured_is_reported_as_not_measured():
+    mean, ratio = Aggregation.from_spec("acc", "mean"), Aggregation.from_spec("wer", {"ratio": ["e", "w"]})
+    one = summarize({"acc": np.array([1.0])}, mean, 1000, seed=0)
+    assert one.value == 1.0 and np.isnan(one.stderr) and not one.has_ci
+    no_boot = summarize({"e": np.array([1.0, 2.0]), "w": np.array([4.0, 4.0])}, ratio, 0, seed=0)
+    assert no_boot.value == 3 / 8 and np.isnan(no_boot.stderr) and not no_boot.has_ci
+    many = summarize({"acc": np.array([1.0, 0.0, 1.0])}, mean, 0, seed=0)
+    group = summarize_group([many, summarize({"acc": np.array([0.0, 1.0])}, mean, 100, seed=0)])
+    assert not group.has_ci  # one member without a bootstrap: the group has no CI either
+
+
+def test_stratified_mean_weights_strata_not_samples():
+    # stratum 0: four samples of 1.0; stratum 1: one sample of 0.0 -> equal weights give 0.5 (samples: 0.8)
+    scores = {
+        "x": np.array([1.0, 1.0, 1.0, 1.0, 0.0, np.nan]),
+        "stratum": np.array([0.0, 0.0, 0.0, 0.0, 1.0, 1.0]),
+        "weight": np.ones(6),
+    }
+    agg = Aggregation.from_spec("x", {"stratified_mean": ["stratum", "weight"]})
+    s = summarize(scores, agg, 1000, seed=0)
+    assert s.value == 0.5 and s.n == 5 and s.missing == 1
+    assert s.ci95 == [0.5, 1.0]  # a stratum of one sample is not certain: resamples without it move the mean
+    # its stderr borrows the pooled variance within the other strata
+    varying = {"x": np.array([0.0, 1.0, 0.0, 1.0, 1.0]), "stratum": np.array([0.0] * 4 + [1.0])}
+    s = summarize(dict(varying, weight=np.ones(5)), agg, 0, seed=0)
+    assert s.value == 0.75 and abs(s.stderr - np.sqrt((1 / 3) / 4 + (1 / 3) / 1) / 2) < 1e-12
+    weighted = dict(scores, weight=np.array([3.0] * 4 + [1.0] * 2))
+    assert summarize(weighted, agg, 0, seed=0).value == 0.75  # (3 * 1 + 1 * 0) / 4
+
+
+def test_stratified_mean_ci_and_stderr_reflect_each_stratum():
+    rng = np.random.default_rng(4)
+    x = np.concatenate([rng.random(300), rng.random(30) * 4])
+    stratum = np.array([0.0] * 300 + [1.0] * 30)
+    agg = Aggregation.from_spec("x", {"stratified_mean": ["stratum", "weight"]})
+    s = summarize({"x": x, "stratum": stratum, "weight": np.ones(330)}, agg, 4000, seed=2)
+    assert abs(s.value - (x[:300].mean() + x[300:].mean()) / 2) < 1e-12
+    expected = np.sqrt(x[:300].var(ddof=1) / 300 + x[300:].var(ddof=1) / 30) / 2
+    assert abs(s.stderr - expected) < 1e-12
+    assert abs((s.ci95[1] - s.ci95[0]) / (2 * 1.96) - expected) < 0.1 * expected
+    assert summarize({"x": x, "stratum": stratum, "weight": np.ones(330)}, agg, 4000, seed=2).ci95 == s.ci95

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import socket
 
-from audioeval.judges.verdicts import result_text, score_0_10, yes_no
+from audioeval.judges.verdicts import OutOfRange, result_text, score_0_10, score_10_or_0, yes_no
 from audioeval.testing.fake_openai import FakeOpenAIServer, Fault, prompt_text
 from tests.conftest import latest_run, load_results, load_samples, run_cli
 
@@ -14,9 +14,16 @@ def test_verdict_readers():
     assert yes_no("Result: no") == 0.0
     assert yes_no("**Result**: YES") is None or yes_no("**Result**: YES") == 1.0
     assert yes_no("I think yes") is None
-    assert score_0_10("Score: 7.5/10") == 7.5
-    assert score_0_10("12") == 10.0 and score_0_10("-3") == 0.0
+    assert score_0_10("Score: 7.5/10") == 7.5 and score_0_10("0") == 0.0 and score_0_10("10/10") == 10.0
     assert score_0_10("no number here") is None
+    # a number outside the scale is a failure of its own kind, never clamped into a score
+    assert score_0_10("15") == OutOfRange(15.0, "0 to 10") and score_0_10("Score: -3") == OutOfRange(
+        -3.0, "0 to 10"
+    )
+    assert str(score_0_10("11/10")) == "verdict 11 is outside the scale (0 to 10)"
+    assert score_10_or_0("10") == 10.0 and score_10_or_0("Score: 0") == 0.0 and score_10_or_0("none") is None
+    for other in ("5", "10.5", "-10", "100"):
+        assert isinstance(score_10_or_0(other), OutOfRange)
     assert result_text("Explanation: x\nResult: the cat sat") == "the cat sat"
     assert result_text("Explanation: none\nResult:") == ""
     assert result_text("just text") is None
@@ -81,7 +88,15 @@ def test_judged_run_counts_failures_and_rerun_is_free(toy_dir, tmp_path):
     quality = samples[0]["judgments"]["quality"]["judge-a"]
     assert quality["values"] == [8.0, 6.0] and len(quality["raw"]) == 2
     assert "quality" not in load_samples(run_dir, "toy_tones_judged")[0]["judgments"]  # `when: k > 0`
-    assert results["judges"]["judge-a"]["failed_verdicts"] > 0
+    judge = results["judges"]["judge-a"]
+    assert judge["failed_verdicts"] > 0
+    assert (
+        judge["http_429"] == 2 and judge["http_5xx"] == 1 and judge["retries"] == 3 and judge["timeouts"] == 0
+    )
+    assert first_calls == judge["requests_sent"] + 3
+    endpoint = results["timing"]["endpoints"]["judge judge-a"]
+    assert endpoint["requests"] == judge["requests_sent"] and endpoint["http_429"] == 2
+    assert 1 <= endpoint["peak_in_flight"] <= 4 and endpoint["latency_p50_s"] is not None
     assert load_results(latest_run(tmp_path / "o2"))["results"] == results["results"]
 
 

@@ -35,6 +35,13 @@ def test_wheel_carries_resources_and_runs_from_any_directory(tmp_path):
         }
         assert shipped, folder
         assert {f"audioeval/_resources/{name}" for name in shipped} <= set(names)
+    viewer = ROOT / "src" / "audioeval" / "viewer"
+    assets = {
+        p.relative_to(ROOT / "src").as_posix()
+        for d in ("static", "templates")
+        for p in (viewer / d).iterdir()
+    }
+    assert assets and assets <= set(names)  # the viewer's page, script and styles travel in the wheel
 
     target = tmp_path / "site"
     subprocess.run(

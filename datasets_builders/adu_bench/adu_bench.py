@@ -17,8 +17,9 @@ from typing import Any
 
 import datasets
 
+from audioeval.adu import about
 from audioeval.adu.domains import DATASETS
-from audioeval.adu.episodes import describe_item, episode_to_row, hub_features, make_episode
+from audioeval.adu.episodes import describe_item, episode_to_row, hub_features, make_episode, row_to_episode
 from audioeval.adu.queries import QueryItem, check_unique, read_query_file
 from audioeval.adu.render import MODES, Variation, choose_variation, render
 from audioeval.adu.upstream import load_clip, read_dataset
@@ -31,6 +32,7 @@ CORPUS_DIR = Path(__file__).resolve().parent / "corpus"
 
 @dataclass
 class ADUBenchConfig(EpisodeBuilderConfig):
+    READS_BASE_FIELDS = ("data_dir",)
     n_episodes: int | None = None  # None: every query x variations_per_query
     max_shots: int = 0
     queries_file: str | None = None  # more queries in the corpus JSONL format
@@ -53,6 +55,7 @@ def interleave_domains(items: list[QueryItem]) -> list[QueryItem]:
 
 class ADUBench(EpisodeBuilder):
     BUILDER_CONFIG_CLASS = ADUBenchConfig
+    ABOUT = about.ABOUT
     BUILDER_CONFIGS = [ADUBenchConfig(name=name, description=title) for name, title in DATASETS.items()]
     VERSION = datasets.Version("1.0.0")
 
@@ -170,3 +173,6 @@ class ADUBench(EpisodeBuilder):
 
     def to_row(self, episode: dict[str, Any]) -> dict[str, Any]:
         return episode_to_row(episode)
+
+    def episode_reader(self, open_config: Any) -> Any:
+        return row_to_episode

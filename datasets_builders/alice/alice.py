@@ -18,8 +18,15 @@ from typing import Any
 
 import datasets
 
-from audioeval.alice import CATEGORIES, TASKS
-from audioeval.alice.episodes import item_features, item_row, make_episode, pool_features, pool_row
+from audioeval.alice import CATEGORIES, TASKS, about
+from audioeval.alice.episodes import (
+    episode_from_rows,
+    item_features,
+    item_row,
+    make_episode,
+    pool_features,
+    pool_row,
+)
 from audioeval.alice.items import PoolEntry, TestItem
 from audioeval.alice.source import AliceSource, open_source
 from audioeval.builders import EpisodeBuilder, EpisodeBuilderConfig
@@ -30,6 +37,7 @@ POOL_CONFIG = "demo_pool"
 
 @dataclass
 class AliceConfig(EpisodeBuilderConfig):
+    READS_BASE_FIELDS = ("data_dir",)
     task: str = "asr"
     category: str = "ceq"
     n_episodes: int | None = None  # None: every item of the task and category
@@ -61,6 +69,7 @@ class Alice(EpisodeBuilder):
     Speech-IFEval / ALICE copy was given."""
 
     BUILDER_CONFIG_CLASS = AliceConfig
+    ABOUT = about.ABOUT
     BUILDER_CONFIGS = [
         *(AliceConfig(name=f"{t}_{c}", task=t, category=c) for t in TASKS for c in CATEGORIES),
         AliceConfig(name=POOL_CONFIG, task="all", category="pool"),
@@ -157,6 +166,22 @@ class Alice(EpisodeBuilder):
 
     def to_row(self, episode: dict[str, Any]) -> dict[str, Any]:
         return item_row(episode)
+
+    def episode_reader(self, open_config: Any) -> Any:
+        """Item rows name their demonstrations by pool id; the audio is in the dataset's `demo_pool` config."""
+        if self.is_pool:
+            raise ConfigError(
+                "alice demo_pool holds demonstrations, not episodes; read a task config such as asr_ceq."
+            )
+        pool = open_config(POOL_CONFIG)
+        positions = {pool_id: i for i, pool_id in enumerate(pool.column("pool_id"))}
+
+        def pool_row(pool_id: str) -> dict[str, Any]:
+            if pool_id not in positions:
+                raise DataError(f"the dataset's {POOL_CONFIG} config has no demonstration {pool_id!r}.")
+            return pool.row(positions[pool_id])
+
+        return lambda row: episode_from_rows(row, pool_row)
 
     def _generate_examples(self) -> Iterator[tuple[int, dict[str, Any]]]:
         self.validate()

@@ -13,6 +13,10 @@ per sample the task, category and constraint — from `sample_info` (episode met
 id is "chain-of-thought"), `instruction_id_list` and `instruction_kwargs` (or `kwargs`, as in Speech-IFEval
 rows).
 
+`scoring`: "fixed" (default) or "upstream" — undo formats and match answers exactly as ALICE's
+evaluation_main.py does, its known bugs included (audioeval.alice.upstream); through audioeval it comes from
+the task parameter of the same name.
+
 Per-sample scores: ASR wer_errors and wer_words (aggregate as a ratio: corpus WER), and for CoT ASR
 degenerate (1 when the response ended in a loop); others accuracy; for CoT task_judge_failed.
 """
@@ -28,6 +32,9 @@ from audioeval.alice.judging import ANSWER
 from audioeval.alice.judging import TRANSCRIPT
 from audioeval.alice.judging import failure_flag
 from audioeval.alice.judging import verdict
+from audioeval.alice.upstream import answer_matches_upstream
+from audioeval.alice.upstream import extract_answer_upstream
+from audioeval.alice.upstream import scoring_mode
 from audioeval.alice.wer import looks_degenerate
 from audioeval.alice.wer import word_errors
 
@@ -85,10 +92,12 @@ class AliceTask(evaluate.Metric):
         instruction_id_list=None,
         instruction_kwargs=None,
         kwargs=None,
+        scoring=None,
     ):
         instruction_kwargs = instruction_kwargs if instruction_kwargs is not None else kwargs
         texts = responses if responses is not None else predictions
         n = len(texts)
+        default_mode = scoring_mode(None, scoring or "fixed")
         errors, words, accuracy = [None] * n, [None] * n, [None] * n
         degenerate, judge_failed = [None] * n, [None] * n
         seen = set()
@@ -98,11 +107,17 @@ class AliceTask(evaluate.Metric):
             )
             seen.add((task == "asr", category))
             if category == "ceq":
-                answer = extract_answer(text, iid, kwargs, task)
+                info = sample_info[i] if sample_info is not None else None
+                if scoring_mode(info, default_mode) == "upstream":
+                    answer = extract_answer_upstream(text, iid, kwargs)
+                    correct = task != "asr" and answer_matches_upstream(answer, reference)
+                else:
+                    answer = extract_answer(text, iid, kwargs, task)
+                    correct = task != "asr" and answer_matches(answer, reference, task)
                 if task == "asr":
                     errors[i], words[i] = word_errors(reference, answer, "alice")
                 else:
-                    accuracy[i] = float(answer_matches(answer, reference, task))
+                    accuracy[i] = float(correct)
                 continue
             if task == "asr":
                 v = verdict(judgments, i, TRANSCRIPT)

@@ -76,8 +76,7 @@ class FormatCompliance(evaluate.Metric):
                 judge_failed[i] = failure_flag(v)
                 continue
             result = check_response(text, ids, kwargs)
-            strict[i] = None if result.strict is None else float(result.strict)
-            loose[i] = None if result.loose is None else float(result.loose)
+            strict[i], loose[i] = float(result.strict), float(result.loose)
             first_id = ids if isinstance(ids, str) else (ids[0] if len(ids) == 1 else None)
             group = C.GROUPS.get(first_id) if first_id else None
             if group in groups:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from audioeval.evaluator import ScoreRow, score_arrays, score_names
@@ -14,8 +15,8 @@ def _metric_block(summaries: dict[str, MetricSummary], n: int, errors: int) -> d
     block: dict[str, Any] = {}
     for name, s in summaries.items():
         block[name] = s.value
-        block[f"{name}_stderr"] = s.stderr
-        block[f"{name}_ci95"] = s.ci95
+        block[f"{name}_stderr"] = s.stderr  # NaN (null in results.json) when not measured
+        block[f"{name}_ci95"] = s.ci95 if s.has_ci else None
         if s.missing:
             block[f"{name}_missing"] = s.missing
     block["n"] = n
@@ -50,7 +51,7 @@ def aggregate_groups(
     task_summaries: dict[str, dict[int, dict[str, MetricSummary]]],
 ) -> dict[str, Any]:
     """Each group: per k, the unweighted mean of its evaluated leaf tasks' values, with a CI from resampling
-    within each subtask."""
+    within each subtask. Leaves without a value for a metric are excluded and listed as `<metric>_unscored`."""
     groups: dict[str, Any] = {}
     for gname in group_names:
         group = registry.groups[gname]
@@ -65,10 +66,15 @@ def aggregate_groups(
             names = [m for m in (group.aggregate_metrics or sorted(common)) if m in common]
             block: dict[str, Any] = {}
             for name in names:
-                s = summarize_group([task_summaries[t][k][name] for t in members])
-                block[name] = s.value
-                block[f"{name}_stderr"] = s.stderr
-                block[f"{name}_ci95"] = s.ci95
+                # leaves with no score for this metric (e.g. judged metrics without a judge) are left out of
+                # the mean and named, rather than making the whole group null
+                scored = [t for t in members if not math.isnan(task_summaries[t][k][name].value)]
+                s = summarize_group([task_summaries[t][k][name] for t in scored]) if scored else None
+                block[name] = s.value if s else math.nan
+                block[f"{name}_stderr"] = s.stderr if s else math.nan
+                block[f"{name}_ci95"] = s.ci95 if s and s.has_ci else None
+                if len(scored) < len(members):
+                    block[f"{name}_unscored"] = [t for t in members if t not in scored]
             block["n"] = sum(task_summaries[t][k][names[0]].n for t in members) if names else 0
             block["subtasks"] = members
             per_k[f"{k}-shot"] = block

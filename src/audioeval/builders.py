@@ -27,15 +27,16 @@ import inspect
 import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import datasets
 import numpy as np
 
+from audioeval.about import BenchmarkAbout
 from audioeval.audio.wav import PCM16_SCALE, decode_wav, encode_wav
 from audioeval.errors import ConfigError, unknown_name_message
 from audioeval.resources import builders_dir
@@ -45,6 +46,10 @@ from audioeval.types import AudioClip
 @dataclass
 class EpisodeBuilderConfig(datasets.BuilderConfig):
     """Common builder kwargs; benchmark configs add their own fields."""
+
+    #: fields inherited from datasets.BuilderConfig (data_dir, data_files, ...) that the builder reads; the
+    #: others are refused as builder kwargs, so a stray `data_dir` is an error instead of being ignored
+    READS_BASE_FIELDS: ClassVar[tuple[str, ...]] = ()
 
     n_episodes: int = 300
     max_shots: int = 5
@@ -77,6 +82,35 @@ def standard_features(sampling_rate: int) -> datasets.Features:
             "metadata": datasets.Value("string"),
         }
     )
+
+
+def standard_feature_descriptions(metadata: str, fields: str) -> dict[str, str]:
+    """Descriptions of every `standard_features` path, for dataset cards; `metadata` and `fields` say what the
+    benchmark's JSON strings hold."""
+    clip = {
+        "role": "what the clip is in the episode (e.g. demo, query, letter)",
+        "label": "the clip's own label when the prompt shows one (null otherwise)",
+        "audio": "the clip, 16-bit PCM WAV",
+    }
+    out = {
+        "id": "episode id (unique within the config)",
+        "index": "episode index: the episode is a pure function of (config, seed, index)",
+        "context": "reference clips shown before the demonstrations (empty for most tasks)",
+        "demos": "the demonstrations, max_shots of them; a k-shot prompt uses the first k",
+        "demos[]": "one demonstration",
+        "demos[].clips": "the demonstration's clips, in prompt order",
+        "demos[].label": "the demonstration's answer",
+        "demos[].fields": fields,
+        "query": "the question the model answers",
+        "query.clips": "the query's clips, in prompt order",
+        "query.label": "the reference answer",
+        "query.fields": fields,
+        "metadata": metadata,
+    }
+    for prefix in ("context[]", "demos[].clips[]", "query.clips[]"):
+        out[prefix] = "one clip"
+        out.update({f"{prefix}.{name}": text for name, text in clip.items()})
+    return out
 
 
 def _clip_to_row(clip: dict[str, Any]) -> dict[str, Any]:
@@ -149,6 +183,7 @@ class EpisodeBuilder(datasets.GeneratorBasedBuilder):
     """Base class for audioeval builders: episodes on demand, and the same episodes as a `test` split."""
 
     BUILDER_CONFIG_CLASS = EpisodeBuilderConfig
+    ABOUT: BenchmarkAbout | None = None  # paper, licences, corpora, feature descriptions (dataset cards)
 
     # --- the contract -------------------------------------------------------------------------------------
     def num_episodes(self) -> int:
@@ -164,6 +199,11 @@ class EpisodeBuilder(datasets.GeneratorBasedBuilder):
         """The largest k this config's episodes can carry (None: no limit beyond the episode itself)."""
         return None
 
+    def augmentation_refusal(self, transform: str) -> str | None:
+        """Why `--augment <transform>` must not touch this config's clips (the transform changes what the
+        label measures, or the clips must stay bit-exact); None when it may."""
+        return None
+
     # --- datasets plumbing ----------------------------------------------------------------------------------
     def _info(self) -> datasets.DatasetInfo:
         return datasets.DatasetInfo(description=self.__doc__ or "", features=self.features_for_hub())
@@ -174,13 +214,27 @@ class EpisodeBuilder(datasets.GeneratorBasedBuilder):
     def to_row(self, episode: dict[str, Any]) -> dict[str, Any]:
         return episode_to_row(episode)
 
+    def episode_reader(self, open_config: Callable[[str], Any]) -> Callable[[dict[str, Any]], dict[str, Any]]:
+        """How a stored row of this config (`to_row`'s layout) becomes the episode again, for runs on built or
+        Hub data; `open_config(name)` gives another config's rows of the same dataset (e.g. a demo pool)."""
+        return row_to_episode
+
     def _split_generators(self, dl_manager: Any) -> list[datasets.SplitGenerator]:
+        # checked here, before `datasets` starts writing: a bad argument or source folder surfaces as our
+        # message, not wrapped in a DatasetGenerationError
+        self.validate()
         return [datasets.SplitGenerator(name=datasets.Split.TEST, gen_kwargs={})]
 
     def _generate_examples(self) -> Iterator[tuple[int, dict[str, Any]]]:
         self.validate()
         for index in range(self.num_episodes()):
             yield index, self.to_row(self.episode(index))
+
+
+def builder_names() -> list[str]:
+    """The shipped builders: the folders of datasets_builders/ holding `<name>/<name>.py`."""
+    root = builders_dir()
+    return sorted(p.name for p in root.iterdir() if (p / f"{p.name}.py").is_file()) if root.is_dir() else []
 
 
 def _module_path(name: str, base_dir: Path | None) -> Path:
@@ -193,9 +247,10 @@ def _module_path(name: str, base_dir: Path | None) -> Path:
     root = builders_dir()
     path = root / name / f"{name}.py"
     if not path.is_file():
-        known = [p.name for p in root.iterdir() if (p / f"{p.name}.py").is_file()] if root.is_dir() else []
         raise ConfigError(
-            unknown_name_message("builder", name, known, f"Builders live in {root}/<name>/<name>.py.")
+            unknown_name_message(
+                "builder", name, builder_names(), f"Builders live in {root}/<name>/<name>.py."
+            )
         )
     return path
 
@@ -229,17 +284,24 @@ def builder_config_names(cls: type[datasets.DatasetBuilder]) -> list[str]:
 def make_builder(
     name: str, config_name: str | None, kwargs: dict[str, Any], base_dir: Path | None = None, source: str = ""
 ) -> EpisodeBuilder:
-    cls = load_builder_class(name, base_dir)
+    try:
+        cls = load_builder_class(name, base_dir)
+    except ConfigError as err:
+        raise ConfigError(f"{source}: {err}" if source else str(err)) from err
     names = builder_config_names(cls)
     if config_name is not None and names and config_name not in names:
         raise ConfigError(f"{source or name}: " + unknown_name_message("builder config", config_name, names))
-    config_fields = set(inspect.signature(cls.BUILDER_CONFIG_CLASS).parameters)
-    unknown = set(kwargs) - config_fields
+    config_class = cls.BUILDER_CONFIG_CLASS
+    unread_base = set(inspect.signature(datasets.BuilderConfig).parameters) - set(
+        getattr(config_class, "READS_BASE_FIELDS", ())
+    )
+    allowed = sorted(set(inspect.signature(config_class).parameters) - unread_base)
+    unknown = sorted(set(kwargs) - set(allowed))
     if unknown:
-        bad = sorted(unknown)[0]
-        allowed = sorted(config_fields - {"name", "version", "data_dir", "data_files", "description"})
         raise ConfigError(
-            f"{source or name}: " + unknown_name_message(f"argument of builder {name!r}", bad, allowed)
+            f"{source or name}: "
+            + unknown_name_message(f"argument of builder {name!r}", unknown[0], allowed)
+            + " (builder_kwargs, or a task parameter's builder_kwarg)"
         )
     # datasets writes lock files under the builder's cache folder even when nothing is prepared: keep them
     # beside audioeval's own cache rather than in the user's Hugging Face cache

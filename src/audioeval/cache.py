@@ -5,12 +5,51 @@ at any point resumes with only the missing requests. Several processes may share
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, Protocol
 
 from audioeval.errors import UsageError
+
+log = logging.getLogger("audioeval")
+
+EntryKind = Literal["generate", "judge"]
+
+
+@dataclass(frozen=True)
+class CachedResponse:
+    """What the cache holds for one request: the response text and the backend's info (truncations, ...)."""
+
+    text: str
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CacheEntry:
+    key: str  # Request.content_key(identity)
+    kind: EntryKind
+    text: str
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+class ResponseStore(Protocol):
+    """What the serving path needs from a cache: look up by content key, store as responses arrive."""
+
+    path: Path | None
+    damage: str | None  # set when the store was found damaged mid-run and dropped
+
+    def get_many(self, keys: list[str]) -> dict[str, CachedResponse]: ...
+
+    def put_many(self, entries: list[CacheEntry]) -> None:
+        """Committed before returning, so a kill right after loses nothing."""
+
+    def count(self) -> int: ...
+
+    def close(self) -> None: ...
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -23,9 +62,28 @@ CREATE TABLE IF NOT EXISTS responses (
 """
 
 
+def _is_damage(err: sqlite3.Error) -> bool:
+    name = getattr(err, "sqlite_errorname", "")
+    return name in ("SQLITE_CORRUPT", "SQLITE_NOTADB") or any(
+        s in str(err) for s in ("malformed", "not a database")
+    )
+
+
+def damage_advice(path: Path, err: sqlite3.Error) -> str:
+    return (
+        f"the response cache {path} is damaged ({err}). Move it aside (mv {path} {path}.damaged, with its -wal "
+        f"and -shm files) so the next run starts a fresh one; `sqlite3 {path}.damaged .recover | sqlite3 {path}` "
+        "rescues the answers that are still readable."
+    )
+
+
 class ResponseCache:
+    """A damaged file met mid-run does not stop the run: the cache is dropped with one warning and the run goes
+    on, keeping every answer it computes for its own results (`damage` says what happened)."""
+
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
+        self.damage: str | None = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None)
@@ -33,14 +91,52 @@ class ResponseCache:
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA busy_timeout=60000")
             self._db.execute(_SCHEMA)
-        except (OSError, sqlite3.Error) as err:
+        except sqlite3.Error as err:
+            if _is_damage(err):
+                raise UsageError(f"--cache_dir: {damage_advice(self.path, err)} Or pass --no_cache.") from err
+            raise UsageError(
+                f"--cache_dir: cannot open the response cache {self.path}: {err}. "
+                "Point --cache_dir at a writable folder or pass --no_cache."
+            ) from err
+        except OSError as err:
             raise UsageError(
                 f"--cache_dir: cannot open the response cache {self.path}: {err}. "
                 "Point --cache_dir at a writable folder or pass --no_cache."
             ) from err
 
-    def get_many(self, keys: list[str]) -> dict[str, tuple[str, dict[str, Any]]]:
-        found: dict[str, tuple[str, dict[str, Any]]] = {}
+    def _damaged(self, err: sqlite3.Error) -> None:
+        if self.damage is None:
+            self.damage = damage_advice(self.path, err)
+            log.warning(
+                "%s This run goes on without the cache: the answers it computes are kept for its results but "
+                "not cached.",
+                self.damage,
+            )
+
+    def get_many(self, keys: list[str]) -> dict[str, CachedResponse]:
+        if self.damage is not None:
+            return {}
+        try:
+            return self._get_many(keys)
+        except sqlite3.DatabaseError as err:
+            if not _is_damage(err):
+                raise
+            self._damaged(err)
+            return {}
+
+    def put_many(self, entries: list[CacheEntry]) -> None:
+        """Committed before returning."""
+        if self.damage is not None:
+            return
+        try:
+            self._put_many(entries)
+        except sqlite3.DatabaseError as err:
+            if not _is_damage(err):
+                raise
+            self._damaged(err)
+
+    def _get_many(self, keys: list[str]) -> dict[str, CachedResponse]:
+        found: dict[str, CachedResponse] = {}
         for start in range(0, len(keys), 500):
             chunk = keys[start : start + 500]
             marks = ",".join("?" * len(chunk))
@@ -48,17 +144,15 @@ class ResponseCache:
                 f"SELECT key, response, info FROM responses WHERE key IN ({marks})", chunk
             )
             for key, response, info in rows:
-                found[key] = (response, json.loads(info))
+                found[key] = CachedResponse(response, json.loads(info))
         return found
 
-    def put_many(self, items: list[tuple[str, str, str, dict[str, Any]]]) -> None:
-        """items: (key, kind, response, info). Committed before returning."""
-        if not items:
+    def _put_many(self, entries: list[CacheEntry]) -> None:
+        if not entries:
             return
         now = time.time()
         rows = [
-            (k, kind, resp, json.dumps(info, sort_keys=True, default=str), now)
-            for k, kind, resp, info in items
+            (e.key, e.kind, e.text, json.dumps(e.info, sort_keys=True, default=str), now) for e in entries
         ]
         for attempt in range(5):
             try:
@@ -89,11 +183,12 @@ class NoCache:
     """Stand-in when --no_cache is given."""
 
     path = None
+    damage = None
 
-    def get_many(self, keys: list[str]) -> dict[str, tuple[str, dict[str, Any]]]:
+    def get_many(self, keys: list[str]) -> dict[str, CachedResponse]:
         return {}
 
-    def put_many(self, items: list[tuple[str, str, str, dict[str, Any]]]) -> None:
+    def put_many(self, entries: list[CacheEntry]) -> None:
         return None
 
     def count(self) -> int:

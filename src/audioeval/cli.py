@@ -1,4 +1,5 @@
-"""Command line: `audioeval --tasks ... --model ...` (lm-eval habits), plus `audioeval build` and `audioeval push`.
+"""Command line: `audioeval --tasks ... --model ...` (lm-eval habits), plus `audioeval build`, `audioeval push`,
+`audioeval corpora` and `audioeval view`.
 
 Works the same under `python -m audioeval` and `accelerate launch -m audioeval`."""
 
@@ -10,14 +11,26 @@ import os
 import sys
 import traceback
 
-from audioeval.errors import AudioEvalError, UsageError
+from audioeval.errors import AudioEvalError, TasksUnscored, UsageError
 from audioeval.kvargs import parse_kv
+from audioeval.redact import RedactingFilter, redact_text
 
 log = logging.getLogger("audioeval")
+DEFAULT_MODEL = "chance"
 
 
 def _rank() -> int:
     return int(os.environ.get("RANK", "0"))
+
+
+def _prefix() -> str:
+    """ "audioeval: ", with the rank in a multi-process run so that every rank's messages can be told apart."""
+    return f"audioeval [rank {_rank()}]: " if int(os.environ.get("WORLD_SIZE", "1")) > 1 else "audioeval: "
+
+
+# exit codes: 2 = the run could not start or stopped on an error, 3 = it finished but a task got no answer at
+# all or a judge endpoint went down
+EXIT_ERROR, EXIT_UNSCORED, EXIT_INTERRUPTED = 2, 3, 130
 
 
 def _shots(text: str) -> list[int]:
@@ -36,12 +49,19 @@ def run_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="audioeval",
         description="Evaluate audio-language models on ALICE, AudioICL-Bench and ADU-Bench. "
-        "Subcommands: `audioeval build ...` and `audioeval push ...` export datasets (see `audioeval build -h`).",
+        "Subcommands: `audioeval build ...` and `audioeval push ...` export datasets (see `audioeval build -h`); "
+        "`audioeval view RUN_DIR` looks at and listens to a run (see `audioeval view -h`); `audioeval corpora` lists "
+        "the real corpora the builders read and downloads them.",
     )
     p.add_argument(
         "--tasks", "-t", required=True, help="comma list of tasks or groups; `--tasks list` shows them all"
     )
-    p.add_argument("--model", "-m", help="model backend, e.g. hf, openai, vllm, cascade, chance, dsp-oracle")
+    p.add_argument(
+        "--model",
+        "-m",
+        help="model backend, e.g. hf, openai, vllm, cascade, chance, dsp-oracle (default: the offline `chance` "
+        "baseline, with a notice)",
+    )
     p.add_argument("--model_args", "-a", default="", help="backend arguments: key=value,key2=value2")
     p.add_argument(
         "--num_fewshot", "-f", type=_shots, help="comma list of shot counts k (default: each task's own)"
@@ -67,9 +87,27 @@ def run_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--judge_args", action="append", default=[], help="judge arguments, one per --judge, key=value,..."
     )
+    add_augment_arguments(p)
     p.add_argument("--verbosity", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     p.add_argument("--no_progress", action="store_true", help="hide progress bars")
     return p
+
+
+def add_augment_arguments(p: argparse.ArgumentParser) -> None:
+    """--augment and --augment_target, shared by runs and `audioeval build`."""
+    p.add_argument(
+        "--augment",
+        action="append",
+        default=[],
+        metavar="NAME[=LEVEL,...]",
+        help="degrade the clips with a transform (repeat to chain; several levels make a sweep, each "
+        "evaluated beside the clean run), e.g. noise_snr=30,20,10,0; `--augment list` shows them all",
+    )
+    p.add_argument(
+        "--augment_target",
+        default="query",
+        help="which clips --augment degrades: query (default), demos or all",
+    )
 
 
 def setup_logging(verbosity: str) -> None:
@@ -77,7 +115,8 @@ def setup_logging(verbosity: str) -> None:
     if _rank() != 0:
         level = max(level, logging.WARNING)
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("audioeval: %(message)s"))
+    handler.setFormatter(logging.Formatter(_prefix().replace("%", "%%") + "%(message)s"))
+    handler.addFilter(RedactingFilter())
     log.handlers[:] = [handler]
     log.setLevel(level)
     log.propagate = False
@@ -90,18 +129,28 @@ def cmd_run(argv: list[str]) -> int:
     setup_logging(args.verbosity)
     if args.batch_size < 1:
         raise UsageError(f"--batch_size must be at least 1, got {args.batch_size}.")
+    if args.bootstrap_iters < 0:
+        raise UsageError(
+            f"--bootstrap_iters must be 0 (no confidence intervals) or more resamples, got {args.bootstrap_iters}."
+        )
     if args.tasks.strip() == "list":
         from audioeval.registry import TaskRegistry
 
         print(TaskRegistry.discover(args.include_path).listing())
         return 0
-    if not args.model:
-        from audioeval.models import model_names
+    if "list" in args.augment:
+        from audioeval.augment.plan import catalogue_listing
 
-        raise UsageError(
-            "--model is required. Available: "
-            + ", ".join(model_names())
-            + " (`chance` and the baselines need no download)."
+        print(catalogue_listing())
+        return 0
+    if not args.model:
+        # lm-eval defaults its model too: the documented one-liner runs as typed, on an offline baseline
+        args.model = DEFAULT_MODEL
+        log.warning(
+            "no --model given: running the offline `%s` baseline (a uniform draw from each task's labels). "
+            "Pick a real model with e.g. --model hf --model_args pretrained=Qwen/Qwen2-Audio-7B-Instruct "
+            "(or openai, vllm; see README.md, Models).",
+            DEFAULT_MODEL,
         )
     from audioeval.run import RunConfig, run_evaluation
 
@@ -130,14 +179,32 @@ def cmd_run(argv: list[str]) -> int:
         judge=judges,
         judge_args=judge_args or [{} for _ in judges],
         show_progress=not args.no_progress,
+        augment=args.augment,
+        augment_target=args.augment_target,
     )
     output = run_evaluation(cfg)
-    if output is not None:
-        print(output["table"])
-        if "run_dir" in output:
-            print(f"\nresults: {output['run_dir']}/results.json")
-            for path in output.get("reports") or []:
-                print(f"report: {path}")
+    if output is None:  # ranks other than 0
+        return 0
+    print(output["table"])
+    if "run_dir" in output:
+        print(f"\nresults: {output['run_dir']}/results.json")
+        for path in output.get("reports") or []:
+            print(f"report: {path}")
+    sys.stdout.flush()
+    if output.get("resume_note"):
+        log.info(output["resume_note"])
+    for warning in output.get("warnings") or []:
+        log.warning(warning)
+    if output.get("unscored_tasks"):
+        raise TasksUnscored(
+            f"{len(output['unscored_tasks'])} task(s) got no answer at all: {', '.join(output['unscored_tasks'])} "
+            "(see the warnings above); exit code 3."
+        )
+    if output.get("judges_down"):
+        raise TasksUnscored(
+            f"judge endpoint(s) went down: {', '.join(output['judges_down'])}; their remaining verdicts are "
+            "missing (see the warnings above). Every model response is cached: rerun once they are back; exit code 3."
+        )
     return 0
 
 
@@ -150,18 +217,31 @@ def main(argv: list[str] | None = None) -> int:
 
             setup_logging("DEBUG" if debug else "INFO")
             return cmd_build(argv[1:]) if argv[0] == "build" else cmd_push(argv[1:])
+        if argv and argv[0] == "corpora":
+            from audioeval.corpora.cli import cmd_corpora
+
+            setup_logging("DEBUG" if debug else "INFO")
+            return cmd_corpora(argv[1:])
+        if argv and argv[0] == "view":
+            from audioeval.viewer.cli import cmd_view
+
+            setup_logging("DEBUG" if debug else "INFO")
+            return cmd_view(argv[1:])
         return cmd_run(argv)
+    except TasksUnscored as err:
+        print(f"{_prefix()}error: {redact_text(str(err))}", file=sys.stderr)
+        return EXIT_UNSCORED
     except AudioEvalError as err:
-        if _rank() == 0:
-            if debug:
-                traceback.print_exc()
-            print(f"audioeval: error: {err}", file=sys.stderr)
-        return 2
+        # every rank prints its own error (prefixed with its rank); the others name the rank that failed
+        if debug:
+            traceback.print_exc()
+        print(f"{_prefix()}error: {redact_text(str(err))}", file=sys.stderr)
+        return EXIT_ERROR
     except KeyboardInterrupt:
         if _rank() == 0:
             print(
-                "\naudioeval: interrupted. Responses received so far are in the response cache and the samples "
+                f"\n{_prefix()}interrupted. Responses received so far are in the response cache and the samples "
                 "logged so far are on disk; run the same command again to resume.",
                 file=sys.stderr,
             )
-        return 130
+        return EXIT_INTERRUPTED

@@ -30,7 +30,8 @@ TASK_KEYS = {
     "label_space": "list of labels, or a Jinja expression giving the list per episode (used by `chance`)",
     "parser": "name of the response parser, or {name: ..., args: {...}}",
     "metrics": "list of evaluate metric modules from metrics/: names or {name: ..., args: {...}}",
-    "aggregation": "per-sample score -> aggregation: mean, or {ratio: [numerator, denominator]}",
+    "aggregation": "per-sample score (or glob such as score@*) -> aggregation: mean, {ratio: [numerator, "
+    "denominator]} or {stratified_mean: [stratum, weight]}",
     "higher_is_better": "per-metric direction, e.g. {wer: false}",
     "generation_kwargs": "generation settings passed to the model (merged with --gen_kwargs)",
     "parameters": "task parameters settable with --task_args",
@@ -64,8 +65,21 @@ def _where(path: Path, text: str, key: str) -> str:
     return f"{path}:{line}" if line else str(path)
 
 
+def read_text_file(path: Path, what: str) -> str:
+    """A task file's text; anything but UTF-8 is an error naming the file and line."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data[: err.start].count(b"\n") + 1
+        raise ConfigError(
+            f"{path}:{line}: the {what} is not UTF-8 text (byte {data[err.start]:#04x} at offset {err.start}). "
+            "Save the file as UTF-8."
+        ) from err
+
+
 def read_yaml(path: Path) -> tuple[dict[str, Any], str]:
-    text = path.read_text(encoding="utf-8")
+    text = read_text_file(path, "YAML file")
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as err:
@@ -109,6 +123,17 @@ class TaskParameter:
         return value
 
 
+# Parameters every task has, whatever its YAML declares.
+CORE_PARAMETERS = {
+    "dataset": TaskParameter(
+        name="dataset",
+        default=None,
+        help="read the episodes from a folder written by `audioeval build` or a Hugging Face dataset "
+        "(org/name, org/name@revision) instead of generating them; the run records the revision it read",
+    ),
+}
+
+
 @dataclass
 class TaskConfig:
     name: str
@@ -137,10 +162,16 @@ class TaskConfig:
     metadata: dict[str, Any]
     param_values: dict[str, Any] = field(default_factory=dict)
     min_shots_reason: str = ""  # the parameter value that raised min_shots, e.g. "prompt_style=null"
+    origins: dict[str, Path] = field(default_factory=dict)  # key -> folder of the file that declares it
 
     @property
     def directory(self) -> Path:
         return self.path.parent
+
+    def dir_of(self, key: str) -> Path:
+        """The folder that relative paths in `key` (builder, templates, metrics, judge) are resolved against:
+        that of the file declaring the key, which differs from this file's when it comes through `include:`."""
+        return self.origins.get(key, self.directory)
 
     def with_params(self, overrides: dict[str, Any], source: str) -> TaskConfig:
         """A copy with task parameters resolved (defaults + overrides) and pushed into builder kwargs."""
@@ -167,7 +198,7 @@ class TaskConfig:
         data = {k: v for k, v in self.raw.items() if k != "include"}
         data["builder_kwargs"] = self.builder_kwargs
         data["parameters"] = {k: v for k, v in self.param_values.items()}
-        data["template_texts"] = {k: p.read_text(encoding="utf-8") for k, p in sorted(self.templates.items())}
+        data["template_texts"] = {k: read_text_file(p, "template") for k, p in sorted(self.templates.items())}
         return data
 
     def content_hash(self) -> str:
@@ -199,19 +230,23 @@ def _check_keys(data: dict[str, Any], allowed: dict[str, str], path: Path, text:
             raise ConfigError(f"{_where(path, text, str(key))}: unknown {what} key {key!r}.{hint}")
 
 
-def _load_with_includes(path: Path, seen: tuple[Path, ...] = ()) -> tuple[dict[str, Any], str]:
+def _load_with_includes(
+    path: Path, seen: tuple[Path, ...] = ()
+) -> tuple[dict[str, Any], str, dict[str, Path]]:
+    """The merged keys, this file's text, and for each key the folder of the file that declares it (relative
+    paths in a key resolve against that folder, so a file may include a task from another folder)."""
     data, text = read_yaml(path)
+    origins = {key: path.parent for key in data}
     include = data.get("include")
     if include is None:
-        return data, text
+        return data, text, origins
     base_path = (path.parent / str(include)).resolve()
     if base_path in seen or base_path == path.resolve():
         raise ConfigError(f"{_where(path, text, 'include')}: include cycle through {base_path}.")
     if not base_path.is_file():
         raise ConfigError(f"{_where(path, text, 'include')}: included file {base_path} does not exist.")
-    base, _ = _load_with_includes(base_path, seen + (path.resolve(),))
-    merged = {**base, **data}
-    return merged, text
+    base, _, base_origins = _load_with_includes(base_path, seen + (path.resolve(),))
+    return {**base, **data}, text, {**base_origins, **origins}
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -236,7 +271,7 @@ def _named_spec(value: Any, where: str, what: str) -> dict[str, Any]:
 
 def load_task_config(path: Path) -> TaskConfig:
     path = path.resolve()
-    data, text = _load_with_includes(path)
+    data, text, origins = _load_with_includes(path)
     _check_keys(data, TASK_KEYS, path, text, "task")
     where = lambda key: _where(path, text, key)  # noqa: E731
 
@@ -267,7 +302,7 @@ def load_task_config(path: Path) -> TaskConfig:
     for role, rel in templates_raw.items():
         if rel is None:
             continue
-        tpath = (path.parent / str(rel)).resolve()
+        tpath = (origins["templates"] / str(rel)).resolve()
         if not tpath.is_file():
             raise ConfigError(f"{where('templates')}: template {role!r} file {tpath} does not exist.")
         templates[role] = tpath
@@ -302,13 +337,15 @@ def load_task_config(path: Path) -> TaskConfig:
     for key, agg in aggregation.items():
         ok = agg == "mean" or (
             isinstance(agg, dict)
-            and set(agg) == {"ratio"}
-            and isinstance(agg["ratio"], list)
-            and len(agg["ratio"]) == 2
+            and len(agg) == 1
+            and set(agg) <= {"ratio", "stratified_mean"}
+            and isinstance(next(iter(agg.values())), list)
+            and len(next(iter(agg.values()))) == 2
         )
         if not ok:
             raise ConfigError(
-                f"{where('aggregation')}: aggregation of {key!r} must be `mean` or `{{ratio: [numerator, denominator]}}`."
+                f"{where('aggregation')}: aggregation of {key!r} must be `mean`, `{{ratio: [numerator, denominator]}}` "
+                "or `{stratified_mean: [stratum, weight]}`."
             )
 
     parameters: dict[str, TaskParameter] = {}
@@ -347,6 +384,13 @@ def load_task_config(path: Path) -> TaskConfig:
             min_shots=dict(floors),
         )
 
+    for pname, spec in CORE_PARAMETERS.items():
+        if pname in parameters:
+            raise ConfigError(
+                f"{where(pname)}: parameter name {pname!r} is reserved: every task has it ({spec.help})."
+            )
+        parameters[pname] = spec
+
     for key in ("builder_kwargs", "generation_kwargs", "higher_is_better", "metadata"):
         if data.get(key) is not None and not isinstance(data[key], dict):
             raise ConfigError(f"{where(key)}: `{key}` must be a mapping.")
@@ -382,6 +426,7 @@ def load_task_config(path: Path) -> TaskConfig:
         judge=judge,
         report=report,
         metadata=dict(data.get("metadata") or {}),
+        origins=origins,
     )
 
 

@@ -4,9 +4,12 @@ rank 0 merges, aggregates and writes. Without a launcher this is a single proces
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
+
+from audioeval.errors import AudioEvalError, OtherRankFailed
 
 
 @dataclass
@@ -64,3 +67,32 @@ def init_topology() -> Topology:
     kwargs = {"timeout": timedelta(days=365)}
     state = PartialState(cpu=not torch.cuda.is_available(), **kwargs)
     return Topology(rank=state.process_index, world_size=state.num_processes, _state=state)
+
+
+def collectively(topology: Topology, step: Callable[[], Any], what: str, gather: bool = True) -> Any:
+    """Run `step` on every rank. With `gather`, return every rank's result in rank order (on every rank);
+    without, this rank's own result (for results that must not travel, such as a loaded model).
+
+    If it raised on any rank, every rank raises: the failing rank its own error, the others OtherRankFailed
+    naming which rank failed and why. Without this, a rank that fails alone (a template error on its own
+    episodes, out of memory on its own GPU) leaves the others waiting at the next collective or dying of a
+    closed connection, with the real message nowhere."""
+    if topology.world_size == 1:
+        result = step()
+        return [result] if gather else result
+    own: BaseException | None = None
+    try:
+        result, failure = step(), None
+    except Exception as err:  # noqa: BLE001 - reported on every rank below, then re-raised here
+        own, result = err, None
+        failure = str(err) if isinstance(err, AudioEvalError) else f"{type(err).__name__}: {err}"
+    gathered = topology.gather((result if gather else None, failure))
+    failed = [(rank, f) for rank, (_, f) in enumerate(gathered) if f is not None]
+    if own is not None:
+        raise own
+    if failed:
+        raise OtherRankFailed(
+            "; ".join(f"rank {rank} failed {what}: {message}" for rank, message in failed)
+            + " (that rank printed its own message above)."
+        )
+    return [r for r, _ in gathered] if gather else result

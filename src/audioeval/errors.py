@@ -26,6 +26,14 @@ class ModelError(AudioEvalError):
     """A model backend cannot be created or used as asked."""
 
 
+class OtherRankFailed(AudioEvalError):
+    """Raised on the ranks that did not fail when another rank of a multi-process run did (distributed.py)."""
+
+
+class TasksUnscored(AudioEvalError):
+    """The run finished and wrote its results, but some task got no answer at all (every request failed)."""
+
+
 def close_matches(name: str, candidates: Iterable[str], n: int = 5) -> list[str]:
     candidates = sorted(set(candidates))
     matches = difflib.get_close_matches(name, candidates, n=n, cutoff=0.5)

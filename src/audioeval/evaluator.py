@@ -1,16 +1,23 @@
-"""The evaluation loop.
+"""The evaluation loop: one streaming pipeline per task and process.
 
-For each task: this rank takes its slice of the episode indices (index % world_size == rank), builds the
-episodes in small windows, renders one request per shot count, serves what it can from the response cache,
-sends the rest to the model in length-sorted chunks (caching each response as it arrives), scores the
-window and appends the sample records to its log. Rank 0 then gathers the per-sample scores, merges the
-logs in (episode, k) order and aggregates — so results are identical for any process count or batch size.
+This rank takes its slice of the episode indices (index % world_size == rank). A background thread
+synthesizes episodes ahead and renders one request per shot count (feed.py); each request goes to the
+serving path (serving.py: cache, in-run deduplication, generation, caching as responses arrive) as soon as
+it is rendered — at once for a streaming backend, in fixed windows for a batch backend; each response goes to
+the judges the moment it arrives; finished samples are scored in small batches on a worker thread and
+logged as they complete. Every stage is bounded (see TaskPipeline), so memory does not grow with the number
+of samples. Rank 0 then gathers the rows, merges the logs in (episode, k) order and aggregates — so results
+do not depend on process count, batch size, concurrency or timing.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import math
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,15 +25,22 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from audioeval.cache import NoCache, ResponseCache
+from audioeval.cache import ResponseStore
 from audioeval.distributed import Topology
+from audioeval.errors import UsageError
+from audioeval.feed import EpisodeFeed
 from audioeval.models.base import Model
 from audioeval.outputs import SampleLog
 from audioeval.prepared import PreparedTask
-from audioeval.scoring import SampleToScore, TaskScorer
-from audioeval.types import Request, Response, describe_messages
+from audioeval.scoring import SampleToScore
+from audioeval.serving import Server
+from audioeval.types import Request, RequestId, Response, describe_messages
 
 log = logging.getLogger("audioeval")
+
+SCORE_BATCH_MAX = 256  # finished samples scored together at most
+SCORE_LINGER_S = 0.2  # a metric call costs milliseconds whatever its size: let a few samples gather first
+UNSCORED_MAX = 4096  # finished samples (without audio) waiting for the scoring thread
 
 
 @dataclass
@@ -43,15 +57,16 @@ class ScoreRow:
     parse_failure: bool
     error: bool
     audio_seconds: float
+    error_message: str | None = None  # why the model gave no answer (first one is shown at the end of a run)
 
 
 @dataclass
 class TaskTiming:
     wall_s: float = 0.0
     busy_s: float = 0.0  # sum over ranks of each rank's time in the task loop
-    synthesis_s: float = 0.0
-    generate_s: float = 0.0
-    judge_s: float = 0.0
+    synthesis_s: float = 0.0  # on the background thread, overlapping the rest
+    generate_s: float = 0.0  # time with at least one model request in flight
+    judge_s: float = 0.0  # time with at least one judge request in flight (summed over judges)
     audio_s: float = 0.0
     samples: int = 0
     cached: int = 0
@@ -69,17 +84,12 @@ class TaskOutcome:
     per_rank_timing: list[TaskTiming] = field(default_factory=list)
 
 
-def _sort_key(request: Request) -> tuple[float, int]:
-    """Longest first, so a batch holds requests of similar length and memory peaks early."""
-    return (-request.audio_seconds, -sum(len(m.text) for m in request.messages))
-
-
 class Evaluator:
     def __init__(
         self,
         tasks: list[PreparedTask],
         model: Model,
-        cache: ResponseCache | NoCache,
+        cache: ResponseStore,
         topology: Topology,
         run_dir: Path,
         settings: EvalSettings,
@@ -87,156 +97,282 @@ class Evaluator:
     ) -> None:
         self.tasks = tasks
         self.model = model
-        self.cache = cache
+        self.server = Server(model, cache, kind="generate")
         self.topology = topology
         self.run_dir = run_dir
         self.settings = settings
         self.judge = judge
 
-    # ------------------------------------------------------------------------------------------------------
     def run_task(self, task: PreparedTask) -> TaskOutcome:
-        started = time.perf_counter()
-        timing = TaskTiming()
-        scorer = task.scorer
         my_indices = task.indices[self.topology.rank :: self.topology.world_size]
-        total = len(my_indices) * len(task.shots)
-        chunk = self.model.request_chunk_size
-        episodes_per_window = max(1, (chunk * 4) // max(1, len(task.shots)))
-        sample_log = (
-            SampleLog(self.run_dir, task.name, self.topology.rank) if self.settings.log_samples else None
-        )
+        sample_log = None
+        if self.settings.log_samples:
+            if not self.run_dir.is_dir():
+                raise UsageError(
+                    f"--log_samples: process {self.topology.rank} cannot see the run folder {self.run_dir} that "
+                    "process 0 created. With several machines, put --output_path on a filesystem they all share."
+                )
+            sample_log = SampleLog(self.run_dir, task.name, self.topology.rank)
+        world = self.topology.world_size
         bar = tqdm(
-            total=total * self.topology.world_size,
+            total=len(task.indices) * len(task.shots),
             desc=task.name,
             unit="sample",
             disable=not (self.settings.show_progress and self.topology.is_main),
             dynamic_ncols=True,
         )
-        rows: list[ScoreRow] = []
+        judge = self.judge if (self.judge is not None and task.config.judge) else None
+        pipeline = TaskPipeline(task, self.server, judge, sample_log, lambda n: bar.update(n * world))
         try:
-            for start in range(0, len(my_indices), episodes_per_window):
-                window = my_indices[start : start + episodes_per_window]
-                t0 = time.perf_counter()
-                episodes = [task.episode(i) for i in window]
-                timing.synthesis_s += time.perf_counter() - t0
-                pairs = [pair for ep in episodes for pair in task.requests_for(ep)]
-                responses = self._responses([r for r, _ in pairs], timing)
-                window_rows, records = self._score(task, scorer, pairs, responses, timing)
-                rows.extend(window_rows)
-                if sample_log is not None:
-                    sample_log.write(records)
-                bar.update(len(pairs) * self.topology.world_size)
+            rows, timing = asyncio.run(pipeline.run(my_indices))
         finally:
             bar.close()
             if sample_log is not None:
                 sample_log.close()
-        timing.wall_s = timing.busy_s = time.perf_counter() - started
+        rows.sort(key=lambda r: (r.episode, r.k))
         return TaskOutcome(rows=rows, timing=timing)
 
-    # ------------------------------------------------------------------------------------------------------
-    def _responses(self, requests: list[Request], timing: TaskTiming) -> list[Response]:
-        identity = self.model.identity
-        keys = [r.content_key(identity) for r in requests]
-        hits = self.cache.get_many(keys)
-        responses: list[Response | None] = [None] * len(requests)
-        for i, key in enumerate(keys):
-            if key in hits:
-                text, info = hits[key]
-                responses[i] = Response(text=text, cached=True, info=info)
-                timing.cached += 1
-        first_of: dict[str, int] = {}  # identical requests (same content key) are sent once
-        for i, r in enumerate(responses):
-            if r is None:
-                first_of.setdefault(keys[i], i)
-        missing = sorted(first_of.values(), key=lambda i: _sort_key(requests[i]))
-        chunk = self.model.request_chunk_size
-        for start in range(0, len(missing), chunk):
-            batch = missing[start : start + chunk]
-            t0 = time.perf_counter()
-            produced = self.model.generate([requests[i] for i in batch])
-            elapsed = time.perf_counter() - t0
-            timing.generate_s += elapsed
-            if len(produced) != len(batch):
-                raise RuntimeError(
-                    f"model {self.model.name!r} returned {len(produced)} responses for {len(batch)} requests"
-                )
-            to_cache = []
-            for i, response in zip(batch, produced, strict=True):
-                if not response.latency_s:
-                    response.latency_s = elapsed / len(batch)
-                responses[i] = response
-                if response.ok:
-                    to_cache.append((keys[i], "generate", response.text, response.info))
-            self.cache.put_many(to_cache)
-        for i, r in enumerate(responses):
-            if r is None:
-                twin = responses[first_of[keys[i]]]
-                assert twin is not None
-                responses[i] = Response(text=twin.text, error=twin.error, cached=twin.ok, info=twin.info)
-        return [r for r in responses if r is not None]
 
-    def _score(
+@dataclass
+class _Finished:
+    """A sample whose response (and verdicts) arrived, without its audio: what scoring and logging need."""
+
+    rid: RequestId
+    sample_info: dict[str, Any]
+    target: str
+    response: Response
+    judgments: dict[str, Any] | None
+    audio_seconds: float
+    described: dict[str, Any] | None  # the request as the sample log shows it (when logging)
+
+
+class TaskPipeline:
+    """One task on one process: feed -> serve -> judge -> score -> log, all overlapping.
+
+    Two bounds keep memory flat: at most `pending_limit` samples are between rendering and their last reply
+    (they hold audio), and at most UNSCORED_MAX finished samples (audio dropped) wait for the scoring thread.
+    """
+
+    def __init__(
         self,
         task: PreparedTask,
-        scorer: TaskScorer,
-        pairs: list[tuple[Request, str]],
-        responses: list[Response],
-        timing: TaskTiming,
-    ) -> tuple[list[ScoreRow], list[dict[str, Any]]]:
-        ok = [i for i, r in enumerate(responses) if r.ok]
-        to_score = [
-            SampleToScore(responses[i].text or "", pairs[i][1], pairs[i][0].info["sample_info"]) for i in ok
-        ]
+        server: Server,
+        judge: Any,
+        sample_log: SampleLog | None,
+        progress: Callable[[int], Any],
+    ) -> None:
+        self.task = task
+        self.server = server
+        self.judge = judge
+        self.sample_log = sample_log
+        self.progress = progress
+        model = server.model
+        # a batch backend gets fixed windows of requests (sorted and chunked inside each), so what is batched
+        # with what depends only on the request order; a streaming backend gets each request at once
+        self.window = max(1, model.batch_window)
+        streaming = model.max_in_flight if model.streams else 0
+        judging = judge.max_in_flight if judge is not None else 0
+        self.pending_limit = 2 * self.window + 2 * (streaming + judging) + 16
+        self.rows: list[ScoreRow] = []
+        self.timing = TaskTiming()
+        self._error: BaseException | None = None
+        self._samples: set[asyncio.Task[None]] = set()
+        self._dispatched = 0
+        self._scored = 0
+        self._all_dispatched = False
+
+    async def run(self, indices: list[int]) -> tuple[list[ScoreRow], TaskTiming]:
+        started = time.perf_counter()
+        generate_before = self.server.stats.busy_now()
+        judge_before = self.judge.busy_now() if self.judge is not None else 0.0
+        hits_before = self.server.cache_hits
+        self._main = asyncio.current_task()
+        self._pending = asyncio.Semaphore(self.pending_limit)
+        self._unscored = asyncio.Semaphore(UNSCORED_MAX)
+        self._ready: asyncio.Queue[_Finished | None] = asyncio.Queue()
+        self._scoring = ThreadPoolExecutor(max_workers=1, thread_name_prefix="audioeval-scoring")
+        ahead = max(4, math.ceil(self.window / max(1, len(self.task.shots))) + 2)
+        feed = EpisodeFeed(self.task, indices, ahead)
+        scorer = asyncio.get_running_loop().create_task(self._score_loop())
+        scorer.add_done_callback(self._abort_on_error)
+        try:
+            window: list[tuple[Request, str]] = []
+            async for pairs in feed:
+                for pair in pairs:
+                    await self._pending.acquire()
+                    window.append(pair)
+                    if len(window) >= self.window:
+                        self._dispatch(window)
+                        window = []
+            if window:
+                self._dispatch(window)
+            self._all_dispatched = True
+            self._ready.put_nowait(None)  # wakes the scorer to see that everything was dispatched
+            await scorer
+        except asyncio.CancelledError:
+            if self._error is not None:  # a stage failed and stopped the pipeline: report that, not the stop
+                raise self._error from None
+            raise
+        finally:
+            feed.stop()
+            await self._stop(scorer)
+        self.timing.wall_s = self.timing.busy_s = time.perf_counter() - started
+        self.timing.synthesis_s = feed.synthesis_s
+        self.timing.generate_s = self.server.stats.busy_now() - generate_before
+        self.timing.judge_s = (self.judge.busy_now() - judge_before) if self.judge is not None else 0.0
+        self.timing.cached = self.server.cache_hits - hits_before
+        return self.rows, self.timing
+
+    async def _stop(self, scorer: asyncio.Task[None]) -> None:
+        """Cancel whatever is still in flight (nothing, after a normal finish), log the samples that had
+        finished, then release the loop's resources. Every response received is in the cache already."""
+        leftovers = [t for t in self._samples if not t.done()] + ([scorer] if not scorer.done() else [])
+        for t in leftovers:
+            t.cancel()
+        await asyncio.gather(*leftovers, return_exceptions=True)
+        finished = [item for item in _drain(self._ready) if item is not None]
+        if finished and self.sample_log is not None:
+            try:
+                await asyncio.get_running_loop().run_in_executor(self._scoring, self._score_and_log, finished)
+            except Exception as err:  # noqa: BLE001 - the run is stopping for another reason; keep that one
+                log.warning("could not log the %d samples that had finished: %s", len(finished), err)
+        await self.server.close()
+        if self.judge is not None:
+            await self.judge.close_servers()
+        self._scoring.shutdown(wait=True)
+
+    def _abort_on_error(self, task: asyncio.Task[Any]) -> None:
+        if task.cancelled() or task.exception() is None:
+            return
+        if self._error is None:
+            self._error = task.exception()
+            self._main.cancel()
+
+    # ------------------------------------------------------------------------------------------------------
+    def _dispatch(self, pairs: list[tuple[Request, str]]) -> None:
+        futures = self.server.submit([r for r, _ in pairs])
+        loop = asyncio.get_running_loop()
+        for (request, target), future in zip(pairs, futures, strict=True):
+            sample = loop.create_task(self._sample(request, target, future))
+            self._samples.add(sample)
+            sample.add_done_callback(self._samples.discard)
+            sample.add_done_callback(self._abort_on_error)
+            self._dispatched += 1
+
+    async def _sample(self, request: Request, target: str, future: asyncio.Future[Response]) -> None:
+        response = await future
         judgments = None
-        if self.judge is not None and task.config.judge:
-            t0 = time.perf_counter()
-            judgments = self.judge.judge(task, [pairs[i][0] for i in ok], to_score)
-            timing.judge_s += time.perf_counter() - t0
-        scored = scorer.score(to_score, judgments=judgments)
-        by_index = dict(zip(ok, scored, strict=True))
-        judgment_of = dict(zip(ok, judgments, strict=True)) if judgments is not None else {}
-        window_rows, records = [], []
-        for i, ((request, target), response) in enumerate(zip(pairs, responses, strict=True)):
-            result = by_index.get(i, {"prediction": None, "parse_failure": False, "scores": {}})
-            error = not response.ok
-            timing.samples += 1
-            timing.errors += int(error)
-            timing.audio_s += request.audio_seconds
-            window_rows.append(
+        if self.judge is not None and response.ok:
+            sample = SampleToScore(response.text or "", target, request.info["sample_info"])
+            judgments = await self.judge.judge_sample(self.task, request, sample)
+        described = None
+        if self.sample_log is not None:
+            described = {
+                "request_key": request.content_key(self.server.identity),
+                "messages": describe_messages(request.messages),
+                "gen_kwargs": request.gen_kwargs,
+            }
+        finished = _Finished(
+            request.rid,
+            request.info["sample_info"],
+            target,
+            response,
+            judgments,
+            request.audio_seconds,
+            described,
+        )
+        await self._unscored.acquire()
+        self._ready.put_nowait(finished)
+        self._pending.release()
+
+    async def _score_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        while not (self._all_dispatched and self._scored == self._dispatched):
+            first = await self._ready.get()
+            if first is not None and not self._all_dispatched and self._ready.qsize() < SCORE_BATCH_MAX // 8:
+                await asyncio.sleep(SCORE_LINGER_S)
+            batch = [first] if first is not None else []
+            while not self._ready.empty() and len(batch) < SCORE_BATCH_MAX:
+                item = self._ready.get_nowait()
+                if item is not None:
+                    batch.append(item)
+            if not batch:
+                continue
+            await loop.run_in_executor(self._scoring, self._score_and_log, batch)
+            self._scored += len(batch)
+            for _ in batch:
+                self._unscored.release()
+            self.progress(len(batch))
+
+    # ------------------------------------------------------------------------------------------------------
+    def _score_and_log(self, batch: list[_Finished]) -> None:
+        """On the scoring thread: score the finished samples, keep their rows, append their records."""
+        ok = [i for i, f in enumerate(batch) if f.response.ok]
+        to_score = [
+            SampleToScore(batch[i].response.text or "", batch[i].target, batch[i].sample_info) for i in ok
+        ]
+        judgments, judge_ids = None, None
+        if self.judge is not None:
+            judgments = [batch[i].judgments or {} for i in ok]
+            judge_ids = [j.judge_id for j in self.judge.judges]
+        scored = self.task.scorer.score(to_score, judgments=judgments, judge_ids=judge_ids)
+        scored = dict(zip(ok, scored, strict=True))
+        records = []
+        for i, done in enumerate(batch):
+            result = scored.get(i, {"prediction": None, "parse_failure": False, "scores": {}})
+            error = not done.response.ok
+            self.timing.samples += 1
+            self.timing.errors += int(error)
+            self.timing.audio_s += done.audio_seconds
+            self.rows.append(
                 ScoreRow(
-                    episode=request.rid.episode,
-                    k=request.rid.shots,
+                    episode=done.rid.episode,
+                    k=done.rid.shots,
                     scores=result["scores"],
                     parse_failure=result["parse_failure"],
                     error=error,
-                    audio_seconds=request.audio_seconds,
+                    audio_seconds=done.audio_seconds,
+                    error_message=done.response.error if error else None,
                 )
             )
-            if self.settings.log_samples:
-                record = {
-                    "task": task.name,
-                    "episode": request.rid.episode,
-                    "episode_id": request.info["sample_info"].get("episode_id"),
-                    "shots": request.rid.shots,
-                    "request_key": request.content_key(self.model.identity),
-                    "messages": describe_messages(request.messages),
-                    "gen_kwargs": request.gen_kwargs,
-                    "response": response.text,
-                    "error": response.error,
-                    "prediction": result["prediction"],
-                    "target": target,
-                    "parse_failure": result["parse_failure"],
-                    "scores": result["scores"],
-                    "audio_seconds": round(request.audio_seconds, 4),
-                    "latency_s": round(response.latency_s, 6),
-                    "cached": response.cached,
-                }
-                if response.info:
-                    record["response_info"] = response.info
-                if i in judgment_of:
-                    record["judgments"] = judgment_of[i]
-                records.append(record)
-        return window_rows, records
+            if self.sample_log is not None:
+                records.append(self._record(done, result))
+        if self.sample_log is not None:
+            self.sample_log.write(records)
+
+    def _record(self, done: _Finished, result: dict[str, Any]) -> dict[str, Any]:
+        response, described = done.response, done.described or {}
+        record = {
+            "task": self.task.name,
+            "episode": done.rid.episode,
+            "episode_id": done.sample_info.get("episode_id"),
+            "shots": done.rid.shots,
+            "metadata": done.sample_info["metadata"],
+            "request_key": described.get("request_key"),
+            "messages": described.get("messages"),
+            "gen_kwargs": described.get("gen_kwargs"),
+            "response": response.text,
+            "error": response.error,
+            "prediction": result["prediction"],
+            "target": done.target,
+            "parse_failure": result["parse_failure"],
+            "scores": result["scores"],
+            "audio_seconds": round(done.audio_seconds, 4),
+            "latency_s": round(response.latency_s, 6),
+            "cached": response.cached,
+        }
+        if response.info:
+            record["response_info"] = response.info
+        if done.judgments is not None:
+            record["judgments"] = done.judgments
+        return record
+
+
+def _drain(queue: asyncio.Queue[Any]) -> list[Any]:
+    items = []
+    while not queue.empty():
+        items.append(queue.get_nowait())
+    return items
 
 
 def score_arrays(

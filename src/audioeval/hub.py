@@ -20,14 +20,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm.auto import tqdm
 
-from audioeval.builders import builder_config_names, load_builder_class, make_builder
+from audioeval.augment.build import degraded_builders
+from audioeval.augment.plan import CONDITION_SEPARATOR, parse_augment
+from audioeval.builders import builder_config_names, builder_names, load_builder_class, make_builder
+from audioeval.card import GENERATION_FLAGS, Build, ConfigStats, card_text, public_parameters, read_card
 from audioeval.errors import UsageError, unknown_name_message
 from audioeval.kvargs import parse_kv
-from audioeval.resources import builders_dir
 
 log = logging.getLogger("audioeval")
 SHARD_BYTES = 256 * 1024 * 1024
-TOKEN_ENV = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
+ROW_GROUP_ROWS = 100  # datasets' row group size for audio data
+ROW_GROUP_BYTES = 64 * 1024 * 1024
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -47,6 +50,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, help="episode seed")
     p.add_argument("--builder_args", default="", help="other builder arguments: key=value,...")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
+    from audioeval.cli import add_augment_arguments
+
+    add_augment_arguments(
+        p
+    )  # degraded copies: one Hub config per (config, condition), `<config>@<condition>`
     return p
 
 
@@ -55,103 +63,113 @@ def push_parser() -> argparse.ArgumentParser:
         prog="audioeval push", description="Upload a folder made by `audioeval build` to the Hub."
     )
     p.add_argument("folder")
-    p.add_argument("--repo_id", required=True, help="org/name of the dataset repository")
+    p.add_argument(
+        "--repo_id",
+        required=True,
+        help="org/name of the dataset repository (token: `hf auth login` or HF_TOKEN, as huggingface_hub finds it)",
+    )
     p.add_argument("--private", action="store_true")
     p.add_argument("--revision", help="branch to push to (default: main)")
     p.add_argument("--commit_message", default="Upload dataset built with audioeval")
     return p
 
 
-def _available_builders() -> list[str]:
-    root = builders_dir()
-    return sorted(p.name for p in root.iterdir() if (p / f"{p.name}.py").is_file()) if root.is_dir() else []
-
-
-def build_command(benchmark: str, configs: list[str], kwargs: dict[str, Any]) -> str:
-    """The `audioeval build` command line that reproduces a folder."""
+def build_command(
+    benchmark: str,
+    configs: list[str],
+    generation: dict[str, Any],
+    augment: tuple[list[str], str] | None = None,
+) -> str:
+    """The `audioeval build` command line that reproduces a folder; local paths appear as placeholders."""
     parts = [f"audioeval build {benchmark} --output_dir <folder> --configs {','.join(configs)}"]
-    flags = ("n_episodes", "max_shots", "seed")
-    parts += [f"--{k} {kwargs[k]}" for k in flags if k in kwargs]
-    others = {k: v for k, v in kwargs.items() if k not in flags}
+    parts += [f"--{flag} {generation[flag]}" for flag in GENERATION_FLAGS if generation.get(flag) is not None]
+    others = [f"{k}={v}" for k, v in generation["parameters"].items()]
+    others += [
+        f"{k}=<{source.removesuffix(' (a local copy)')}>" for k, source in generation["sources"].items()
+    ]
     if others:
-        parts.append("--builder_args '" + ",".join(f"{k}={v}" for k, v in others.items()) + "'")
+        parts.append("--builder_args '" + ",".join(others) + "'")
+    if augment is not None:
+        parts += [f"--augment {flag}" for flag in augment[0]] + [f"--augment_target {augment[1]}"]
     return " ".join(parts)
 
 
-def _card(
-    benchmark: str, configs: list[str], counts: dict[str, int], kwargs: dict[str, Any], description: str
-) -> str:
-    lines = ["---", "configs:"]
-    for name in configs:
-        lines += [
-            f"- config_name: {name}",
-            "  data_files:",
-            "  - split: test",
-            f"    path: {name}/test-*.parquet",
-        ]
-    lines += ["tags:", "- audio", "- audioeval", "---", "", f"# {benchmark}", ""]
-    lines += [description.strip() or f"Built with audioeval from the `{benchmark}` builder.", ""]
-    lines += [
-        "## How this folder was built",
-        "",
-        "```",
-        build_command(benchmark, configs, kwargs),
-        "```",
-        "",
-    ]
-    lines += ["| config | rows |", "|---|---|"] + [f"| {c} | {counts[c]} |" for c in configs] + [""]
-    lines += [
-        'Load it offline with `datasets.load_dataset("<this folder>", "<config>")`, or from the Hub with',
-        '`datasets.load_dataset("<org>/<name>", "<config>")` after `audioeval push`.',
-        "",
-    ]
-    return "\n".join(lines)
+def library_versions() -> dict[str, str]:
+    import datasets
+
+    from audioeval import __version__
+
+    return {"audioeval": __version__, "datasets": datasets.__version__}
 
 
 class _ShardWriter:
-    """Accumulates encoded rows and writes a parquet shard whenever about SHARD_BYTES have gathered."""
+    """Writes encoded rows into parquet shards of about SHARD_BYTES, in row groups of at most ROW_GROUP_ROWS rows
+    or ROW_GROUP_BYTES (as `datasets` does for audio), so a reader can fetch one episode without a whole shard."""
 
     def __init__(self, out_dir: Path, split: str, schema: pa.Schema) -> None:
         self.out_dir, self.split, self.schema = out_dir, split, schema
         self.shards: list[Path] = []
+        self.writer: pq.ParquetWriter | None = None
         self.buffer: list[dict[str, Any]] = []
-        self.size = 0
+        self.buffer_bytes = self.shard_bytes = 0
+        self.arrow_bytes = 0  # the rows' size in Arrow format (dataset_info's num_bytes)
 
     def add(self, encoded: dict[str, Any]) -> None:
         self.buffer.append(encoded)
-        self.size += _approx_bytes(encoded)
-        if self.size >= SHARD_BYTES:
-            self.flush()
+        self.buffer_bytes += _approx_bytes(encoded)
+        if len(self.buffer) >= ROW_GROUP_ROWS or self.buffer_bytes >= ROW_GROUP_BYTES:
+            self._write_row_group()
+        if self.shard_bytes >= SHARD_BYTES:
+            self._close_shard()
 
-    def flush(self) -> None:
+    def _write_row_group(self) -> None:
         if not self.buffer:
             return
-        path = self.out_dir / f"{self.split}-{len(self.shards):05d}.parquet.part"
-        pq.write_table(pa.Table.from_pylist(self.buffer, schema=self.schema), path)
-        self.shards.append(path)
-        self.buffer, self.size = [], 0
+        if self.writer is None:
+            path = self.out_dir / f"{self.split}-{len(self.shards):05d}.parquet.part"
+            self.shards.append(path)
+            self.writer = pq.ParquetWriter(path, self.schema)
+        table = pa.Table.from_pylist(self.buffer, schema=self.schema)
+        self.writer.write_table(table, row_group_size=len(self.buffer))
+        self.arrow_bytes += table.nbytes
+        self.shard_bytes += self.buffer_bytes
+        self.buffer, self.buffer_bytes = [], 0
 
-    def finish(self) -> None:
-        self.flush()
+    def _close_shard(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+        self.writer, self.shard_bytes = None, 0
+
+    def finish(self) -> int:
+        """Closes the last shard, names the shards `<split>-i-of-n.parquet`; returns their total size."""
+        self._write_row_group()
+        self._close_shard()
+        size = 0
         for i, path in enumerate(self.shards):
-            path.rename(self.out_dir / f"{self.split}-{i:05d}-of-{len(self.shards):05d}.parquet")
+            final = self.out_dir / f"{self.split}-{i:05d}-of-{len(self.shards):05d}.parquet"
+            path.rename(final)
+            size += final.stat().st_size
+        return size
 
 
-def _write_config(builder: Any, out_dir: Path) -> int:
-    """Stream every split's rows into parquet shards; returns the row count."""
+def _write_config(builder: Any, out_dir: Path) -> ConfigStats:
+    """Stream every split's rows into parquet shards; returns what the card states about them."""
     import datasets
 
     features: datasets.Features = builder.info.features
     out_dir.mkdir(parents=True)
-    total = 0
+    rows = arrow_bytes = download_size = 0
+    split = "test"
     for split_gen in builder._split_generators(None):
-        writer = _ShardWriter(out_dir, str(split_gen.name), features.arrow_schema)
-        rows = builder._generate_examples(**split_gen.gen_kwargs)
-        for _key, row in tqdm(rows, desc=f"{builder.config.name}/{split_gen.name}", unit="row"):
+        split = str(split_gen.name)
+        writer = _ShardWriter(out_dir, split, features.arrow_schema)
+        examples = builder._generate_examples(**split_gen.gen_kwargs)
+        for _key, row in tqdm(examples, desc=f"{builder.config.name}/{split}", unit="row"):
             writer.add(features.encode_example(row))
-            total += 1
-        writer.finish()
-    return total
+            rows += 1
+        download_size += writer.finish()
+        arrow_bytes += writer.arrow_bytes
+    return ConfigStats(features, split, rows, arrow_bytes, download_size)
 
 
 def _approx_bytes(obj: Any) -> int:
@@ -166,7 +184,7 @@ def _approx_bytes(obj: Any) -> int:
 
 def cmd_build(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    available = _available_builders()
+    available = builder_names()
     if args.benchmark not in available and not args.benchmark.endswith(".py"):
         raise UsageError("audioeval build: " + unknown_name_message("benchmark", args.benchmark, available))
     if args.benchmark.endswith(".py"):
@@ -199,6 +217,8 @@ def cmd_build(argv: list[str]) -> int:
     unused = [k for k in kwargs if not _accepts(cls, k)]
     if unused:
         raise UsageError(f"audioeval build {args.benchmark}: the builder takes no argument {unused[0]!r}.")
+    plan = parse_augment(args.augment, args.augment_target)
+    builders = degraded_builders(builders, plan)
 
     try:
         destination.parent.mkdir(parents=True, exist_ok=True)
@@ -207,12 +227,28 @@ def cmd_build(argv: list[str]) -> int:
     staging = destination.parent / f".{destination.name}.building-{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
     started = time.perf_counter()
+    benchmark = Path(args.benchmark).stem
+    about = getattr(cls, "ABOUT", None)
+    generation = public_parameters(next(iter(builders.values())).config, kwargs, about)
+    generation["builder_version"] = str(cls.VERSION)
+    if plan is not None:  # degraded copies: which conditions the <config>@<condition> configs hold
+        generation["augment"] = plan.record()
     try:
-        counts = {c: _write_config(b, staging / c) for c, b in builders.items()}
-        description = (cls.__doc__ or "").strip()
-        (staging / "README.md").write_text(
-            _card(Path(args.benchmark).stem, configs, counts, kwargs, description)
+        stats = {c: _write_config(b, staging / c) for c, b in builders.items()}
+        augment = (args.augment, args.augment_target) if args.augment else None
+        base_configs = list(dict.fromkeys(c.split(CONDITION_SEPARATOR)[0] for c in builders))
+        card = card_text(
+            Build(
+                benchmark,
+                about,
+                (cls.__doc__ or "").strip(),
+                stats,
+                generation,
+                library_versions(),
+                build_command(benchmark, base_configs, generation, augment),
+            )
         )
+        (staging / "README.md").write_text(card, encoding="utf-8")
         if destination.exists():
             shutil.rmtree(destination)
         staging.rename(destination)
@@ -220,7 +256,7 @@ def cmd_build(argv: list[str]) -> int:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     print(
-        f"wrote {sum(counts.values())} rows in {len(configs)} config(s) to {destination} "
+        f"wrote {sum(s.num_examples for s in stats.values())} rows in {len(stats)} config(s) to {destination} "
         f"in {time.perf_counter() - started:.1f}s"
     )
     return 0
@@ -232,28 +268,21 @@ def _accepts(cls: Any, key: str) -> bool:
     return key in inspect.signature(cls.BUILDER_CONFIG_CLASS).parameters
 
 
-def _token() -> str:
-    for name in TOKEN_ENV:
-        if os.environ.get(name):
-            return os.environ[name]
-    raise UsageError(
-        "audioeval push: no Hub token. Set HF_TOKEN in the environment (it is never printed or written)."
-    )
-
-
 def cmd_push(argv: list[str]) -> int:
     args = push_parser().parse_args(argv)
     folder = Path(args.folder).expanduser().resolve()
-    card = folder / "README.md"
-    if not card.is_file() or "configs:" not in card.read_text():
-        raise UsageError(
-            f"audioeval push: {folder} is not a folder made by `audioeval build` (no README.md with configs)."
-        )
+    read_card(folder, f"audioeval push: {folder}")  # a built folder: a card that declares its configs
     if "/" not in args.repo_id:
         raise UsageError(f"--repo_id {args.repo_id!r}: expected org/name.")
-    from huggingface_hub import HfApi
+    from huggingface_hub import HfApi, get_token
 
-    api = HfApi(token=_token())
+    # the token comes the way huggingface_hub finds it: HF_TOKEN, or the one `hf auth login` saved
+    if not get_token():
+        raise UsageError(
+            "audioeval push: no Hugging Face token. Run `hf auth login` (or set HF_TOKEN in the environment); "
+            "the token is never printed or written."
+        )
+    api = HfApi()
     try:
         api.create_repo(args.repo_id, repo_type="dataset", private=args.private, exist_ok=True)
         info = api.upload_folder(

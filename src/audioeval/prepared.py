@@ -3,16 +3,22 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 import math
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from audioeval.builders import EpisodeBuilder, make_builder
+from audioeval.augment.episode import augment_episode
+from audioeval.augment.plan import Condition
+from audioeval.builders import EpisodeBuilder, builder_names, make_builder
 from audioeval.config import TaskConfig
+from audioeval.dataset_episodes import DatasetEpisodes, open_episodes
 from audioeval.errors import ConfigError, UsageError, unknown_name_message
 from audioeval.registry import TaskRegistry
+from audioeval.requirements import module_source
 from audioeval.scoring import TaskScorer
 from audioeval.templates import PromptRenderer
 from audioeval.types import Request, RequestId
@@ -30,13 +36,35 @@ class PreparedTask:
     gen_kwargs: dict[str, Any]
     scorer: TaskScorer
     skipped_shots: list[int] = field(default_factory=list)
+    augment: Condition | None = None  # a robustness condition applied to every episode (audioeval.augment)
 
     @property
     def name(self) -> str:
-        return self.config.name
+        """The task's name; a degraded copy is `<task>@<condition>`."""
+        return self.config.name if self.augment is None else self.augment.task_name(self.config.name)
+
+    @property
+    def dataset_revision(self) -> dict[str, Any] | None:
+        """Which stored data the episodes came from (`--task_args dataset=`), None when generated."""
+        return self.builder.revision() if isinstance(self.builder, DatasetEpisodes) else None
+
+    def source_files(self) -> dict[str, list[Path]]:
+        """The code this task runs, by what the user would call it: for the preflight import check."""
+        parser = module_source(self.scorer.parser_module)
+        builder = getattr(self.builder, "builder", self.builder)  # stored episodes: the builder behind them
+        files = {
+            f"the builder of task {self.name}": [Path(inspect.getfile(type(builder)))],
+            f"the metrics of task {self.name}": list(self.scorer.metric_files),
+            f"parser {self.config.parser['name']!r}": [parser] if parser else [],
+        }
+        if self.config.report:
+            report = module_source(self.config.report.partition(":")[0])
+            files[f"report {self.config.report}"] = [report] if report else []
+        return files
 
     def episode(self, index: int) -> dict[str, Any]:
-        return self.builder.episode(index)
+        episode = self.builder.episode(index)
+        return episode if self.augment is None else augment_episode(episode, self.augment, self.builder)
 
     def requests_for(self, episode: dict[str, Any]) -> list[tuple[Request, str]]:
         """One (request, target) per shot count for this episode."""
@@ -45,7 +73,7 @@ class PreparedTask:
             messages = self.renderer.render(episode, k)
             info = {
                 "sample_info": {
-                    "task": self.name,
+                    "task": self.config.name,
                     "k": k,
                     "episode": int(episode["index"]),
                     "episode_id": episode.get("id"),
@@ -55,10 +83,12 @@ class PreparedTask:
                 },
                 "episode": episode,
             }
+            if self.augment is not None:
+                info["sample_info"]["augment"] = self.augment.name
             request = Request(
                 messages=messages,
                 gen_kwargs=self.gen_kwargs,
-                rid=RequestId(self.name, k, int(episode["index"])),
+                rid=RequestId(self.config.name, k, int(episode["index"])),
                 choices=self.renderer.label_space(episode, k),
                 info=info,
             )
@@ -75,8 +105,10 @@ def resolve_limit(limit: str | float | int | None, total: int) -> int:
         raise UsageError(
             f"--limit must be a count such as 50 or a fraction such as 0.1, got {limit!r}."
         ) from err
-    if value <= 0:
-        raise UsageError(f"--limit must be positive, got {limit!r}.")
+    if not math.isfinite(value) or value <= 0:
+        raise UsageError(
+            f"--limit must be a positive count such as 50 or a fraction such as 0.1, got {limit!r}."
+        )
     if value < 1.0:
         return max(1, math.ceil(total * value))
     if value != int(value):
@@ -117,8 +149,14 @@ def prepare_tasks(
         config.builder_kwargs = kwargs
         started = time.perf_counter()
         builder = make_builder(
-            config.builder, config.builder_config, kwargs, base_dir=config.directory, source=str(config.path)
+            config.builder,
+            config.builder_config,
+            kwargs,
+            base_dir=config.dir_of("builder"),
+            source=str(config.path),
         )
+        if config.param_values.get("dataset"):
+            builder = _stored_episodes(builder, config, own_args)
         log.debug("builder for %s ready in %.2fs", config.name, time.perf_counter() - started)
         shots_requested = list(num_fewshot) if num_fewshot is not None else list(config.num_fewshot)
         shots = [k for k in shots_requested if k >= config.min_shots]
@@ -149,11 +187,32 @@ def prepare_tasks(
     return prepared
 
 
-def preflight(tasks: list[PreparedTask], model_cls: Any) -> None:
-    """Render episode 0 of every task at every k: template errors, clip mismatches, missing label spaces
-    and tasks the model has no method for all surface here, before the model is loaded."""
+def _stored_episodes(builder: EpisodeBuilder, config: TaskConfig, given: dict[str, Any]) -> Any:
+    """`--task_args dataset=...`: the task reads its episodes from that data instead of its builder."""
+    spec = str(config.param_values["dataset"])
+    ignored = [k for k in given if k != "dataset" and config.parameters[k].builder_kwarg]
+    if ignored:
+        log.warning(
+            "%s: %s set with dataset=%s: the stored episodes were generated with the build's own settings, "
+            "so these are ignored",
+            config.name,
+            ", ".join(ignored),
+            spec,
+        )
+    benchmark = Path(config.builder).stem
+    return open_episodes(builder, spec, benchmark, config.split, [benchmark, *builder_names()])
+
+
+def preflight(tasks: list[PreparedTask], model_cls: Any, model_args: dict[str, Any] | None = None) -> None:
+    """Render episode 0 of every task at every k: template errors, clip mismatches, missing label spaces,
+    generation settings the model does not take and tasks the model has no method for all surface here,
+    before the model is loaded."""
     for task in tasks:
-        model_cls.check_task(task.name, task.config.builder_config)
+        model_cls.check_task(task.config.name, task.config.builder_config)
+        if task.config.generation_kwargs:
+            model_cls.check_gen_kwargs(
+                task.config.generation_kwargs, f"{task.config.path}: generation_kwargs", model_args or {}
+            )
         if not task.indices:
             raise ConfigError(f"{task.config.path}: the builder produced no episodes.")
         episode = task.episode(task.indices[0])

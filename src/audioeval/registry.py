@@ -1,10 +1,13 @@
 """Discovery of tasks and groups: every *.yaml under tasks/ and the --include_path folders.
 
-Files whose name starts with `_` are bases for `include:` and are not tasks themselves.
+Files whose name starts with `_` are bases for `include:` and are not tasks themselves. A file that cannot be
+read (bad YAML, an invalid key, a missing template) is set aside with its error: every other task stays
+usable, a warning names the file, and selecting a name that file might define shows its error.
 """
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,14 +21,17 @@ from audioeval.config import (
     load_task_config,
     read_yaml,
 )
-from audioeval.errors import UsageError, unknown_name_message
+from audioeval.errors import AudioEvalError, UsageError, unknown_name_message
 from audioeval.resources import tasks_dir
+
+log = logging.getLogger("audioeval")
 
 
 @dataclass
 class TaskRegistry:
     tasks: dict[str, TaskConfig] = field(default_factory=dict)
     groups: dict[str, GroupConfig] = field(default_factory=dict)
+    broken: dict[str, str] = field(default_factory=dict)  # file (or group) -> why it is unusable
 
     @classmethod
     def discover(cls, include_paths: list[str | Path] | None = None) -> TaskRegistry:
@@ -37,25 +43,37 @@ class TaskRegistry:
             for path in sorted(root.rglob("*.yaml")) + sorted(root.rglob("*.yml")):
                 if path.name.startswith("_"):
                     continue
-                registry._add_file(path)
+                try:
+                    entry = registry._load_file(path)
+                except ConfigError as err:
+                    registry.broken[str(path)] = str(err)
+                    continue
+                registry._add(entry)
         registry._add_implicit_groups()
         registry._check_groups()
+        for err in registry.broken.values():
+            log.warning("skipped, its tasks are unavailable: %s", err)
         return registry
 
-    def _add_file(self, path: Path) -> None:
+    @staticmethod
+    def _load_file(path: Path) -> TaskConfig | GroupConfig:
         data, _ = read_yaml(path)
-        if is_group_file(data):
-            group = load_group_config(path)
-            if group.name in self.groups and self.groups[group.name].path != group.path:
+        return load_group_config(path) if is_group_file(data) else load_task_config(path)
+
+    def _add(self, entry: TaskConfig | GroupConfig) -> None:
+        """A name defined twice is an error: which definition runs must never depend on discovery order."""
+        if isinstance(entry, GroupConfig):
+            if entry.name in self.groups and self.groups[entry.name].path != entry.path:
                 raise ConfigError(
-                    f"{path}: group {group.name!r} is also defined in {self.groups[group.name].path}."
+                    f"{entry.path}: group {entry.name!r} is also defined in {self.groups[entry.name].path}."
                 )
-            self.groups[group.name] = group
+            self.groups[entry.name] = entry
             return
-        task = load_task_config(path)
-        if task.name in self.tasks:
-            raise ConfigError(f"{path}: task {task.name!r} is also defined in {self.tasks[task.name].path}.")
-        self.tasks[task.name] = task
+        if entry.name in self.tasks:
+            raise ConfigError(
+                f"{entry.path}: task {entry.name!r} is also defined in {self.tasks[entry.name].path}."
+            )
+        self.tasks[entry.name] = entry
 
     def _add_implicit_groups(self) -> None:
         declared: dict[str, list[str]] = defaultdict(list)
@@ -69,14 +87,22 @@ class TaskRegistry:
                     group.members.append(m)
 
     def _check_groups(self) -> None:
-        for group in self.groups.values():
-            for m in group.members:
-                if m not in self.tasks and m not in self.groups:
-                    where = group.path or "a task's `group:` key"
-                    raise ConfigError(
-                        f"{where}: group {group.name!r} lists {unknown_name_message('member', m, self.names())}"
-                    )
-            self.leaf_tasks(group.name)  # raises on cycles
+        """Groups with an unknown member (e.g. one defined in a file that could not be read) or a cycle are set
+        aside like unreadable files."""
+        for group in list(self.groups.values()):
+            try:
+                for m in group.members:
+                    if m not in self.tasks and m not in self.groups:
+                        where = group.path or "a task's `group:` key"
+                        raise ConfigError(
+                            f"{where}: group {group.name!r} lists {unknown_name_message('member', m, self.names())}"
+                        )
+                self.leaf_tasks(group.name)  # raises on cycles
+            except AudioEvalError as err:
+                self.broken[f"group {group.name}"] = str(err)
+        for key in self.broken:
+            if key.startswith("group "):
+                self.groups.pop(key[len("group ") :], None)
 
     def names(self) -> list[str]:
         return sorted(set(self.tasks) | set(self.groups))
@@ -86,7 +112,18 @@ class TaskRegistry:
         if name in self.tasks:
             return [name]
         if name not in self.groups:
-            raise UsageError(unknown_name_message("task or group", name, self.names(), "Run --tasks list."))
+            same_name = [err for where, err in self.broken.items() if Path(where).stem == name]
+            if same_name:
+                raise ConfigError(f"task or group {name!r} is unavailable: {same_name[0]}")
+            message = unknown_name_message("task or group", name, self.names(), "Run --tasks list.")
+            if self.broken:
+                message = (
+                    f"{len(self.broken)} task file(s) could not be read and may define {name!r}: "
+                    + "; ".join(self.broken.values())
+                    + " Otherwise: "
+                    + message
+                )
+            raise UsageError(message)
         if name in _stack:
             raise ConfigError(f"group cycle: {' -> '.join(_stack + (name,))}.")
         out: list[str] = []

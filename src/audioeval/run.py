@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import time
@@ -10,21 +11,31 @@ from pathlib import Path
 from typing import Any
 
 from audioeval.aggregate import aggregate_groups, aggregate_task
+from audioeval.augment.plan import AugmentPlan, parse_augment
+from audioeval.augment.sweep import clean_tasks, condition_groups, with_conditions, write_robustness
 from audioeval.cache import NoCache, ResponseCache
-from audioeval.distributed import Topology, init_topology
-from audioeval.evaluator import EvalSettings, Evaluator, ScoreRow, TaskTiming
+from audioeval.distributed import Topology, collectively, init_topology
+from audioeval.endpoint_stats import EndpointStats
+from audioeval.errors import UsageError
+from audioeval.evaluator import EvalSettings, Evaluator, ScoreRow, TaskOutcome, TaskTiming
 from audioeval.models import create_model, get_model_class
+from audioeval.models.base import Model, check_model_args
 from audioeval.outputs import (
     SampleLog,
     git_commit,
     library_versions,
     make_run_dir,
+    mark_failed,
+    mark_finished,
     markdown_table,
     write_json,
 )
-from audioeval.prepared import preflight, prepare_tasks
+from audioeval.prepared import PreparedTask, preflight, prepare_tasks
+from audioeval.redact import redact_args
 from audioeval.registry import TaskRegistry
 from audioeval.reports import ReportContext, run_reports
+from audioeval.requirements import check_installed, module_source
+from audioeval.run_health import failure_warnings, resume_note, unjudged_warning
 from audioeval.stats import DEFAULT_RESAMPLES
 
 log = logging.getLogger("audioeval")
@@ -50,6 +61,8 @@ class RunConfig:
     judge: list[str] = field(default_factory=list)
     judge_args: list[dict[str, Any]] = field(default_factory=list)
     show_progress: bool = True
+    augment: list[str] = field(default_factory=list)  # --augment NAME[=LEVEL,...] (audioeval.augment)
+    augment_target: str = "query"
 
 
 def default_cache_dir() -> Path:
@@ -63,12 +76,55 @@ def _model_display_name(model_name: str, model_args: dict[str, Any]) -> str:
     return model_name
 
 
+def check_judge_args(names: list[str], args: list[dict[str, Any]]) -> list[type[Model]]:
+    """Each judge's backend arguments and sampling settings, checked before any task is prepared."""
+    from audioeval.judges.panel import JUDGE_SAMPLING_KEYS
+
+    classes = []
+    for i, (name, judge_args) in enumerate(zip(names, args, strict=True)):
+        backend_args = {k: v for k, v in judge_args.items() if k != "id" and k not in JUDGE_SAMPLING_KEYS}
+        sampling = {k: v for k, v in judge_args.items() if k in JUDGE_SAMPLING_KEYS}
+        try:
+            cls = get_model_class(name)
+            check_model_args(cls, backend_args)
+            cls.check_gen_kwargs(sampling, "--judge_args", backend_args)
+        except Exception as err:
+            raise UsageError(f"--judge {name} (judge {i + 1}): {err}") from err
+        classes.append(cls)
+    return classes
+
+
+def _code_of_run(
+    cfg: RunConfig, judge_classes: list[type[Model]], tasks: list[PreparedTask]
+) -> dict[str, Any]:
+    """What will run, by name, with its source files: for the preflight import check."""
+
+    def files(modules: list[str]) -> list[Path]:
+        return [f for f in (module_source(m) for m in modules) if f is not None]
+
+    pieces: dict[str, Any] = {
+        f"--model {cfg.model}": files(get_model_class(cfg.model).code_modules(cfg.model_args))
+    }
+    for name, cls, args in zip(cfg.judge, judge_classes, cfg.judge_args, strict=True):
+        pieces[f"--judge {name}"] = files([*cls.code_modules(args), "audioeval.judges.panel"])
+    for task in tasks:
+        pieces.update(task.source_files())
+    return pieces
+
+
 def run_evaluation(cfg: RunConfig, topology: Topology | None = None) -> dict[str, Any] | None:
-    """Returns the results dict on rank 0 (None on other ranks)."""
+    """Returns the results dict on rank 0 (None on other ranks). `warnings` in it lists what went wrong
+    without stopping the run; `unscored_tasks` the tasks that got no answer at all."""
     wall_start = time.perf_counter()
+    model_cls = get_model_class(cfg.model)
+    # arguments first: a typo must not wait for seconds of task preparation
+    check_model_args(model_cls, cfg.model_args)
+    if cfg.gen_kwargs:
+        model_cls.check_gen_kwargs(cfg.gen_kwargs, "--gen_kwargs", cfg.model_args)
+    judge_classes = check_judge_args(cfg.judge, cfg.judge_args)
     registry = TaskRegistry.discover(cfg.include_path)
     task_names, group_names = registry.select(cfg.tasks)
-    model_cls = get_model_class(cfg.model)
+    plan = parse_augment(cfg.augment, cfg.augment_target)
     tasks = prepare_tasks(
         registry,
         task_names,
@@ -78,7 +134,11 @@ def run_evaluation(cfg: RunConfig, topology: Topology | None = None) -> dict[str
         seed=cfg.seed,
         gen_kwargs=cfg.gen_kwargs,
     )
-    preflight(tasks, model_cls)
+    tasks = with_conditions(tasks, plan)
+    preflight(tasks, model_cls, cfg.model_args)
+    check_installed(_code_of_run(cfg, judge_classes, tasks))
+    if not cfg.judge and (warning := unjudged_warning(tasks)):
+        log.warning(warning)
 
     from audioeval.judges import build_judge_panel  # late import: only runs that judge need it
 
@@ -90,10 +150,31 @@ def run_evaluation(cfg: RunConfig, topology: Topology | None = None) -> dict[str
         run_dir = make_run_dir(cfg.output_path, _model_display_name(cfg.model, cfg.model_args))
     run_dir = topology.broadcast(run_dir)
     if cfg.log_samples and run_dir is None:
-        from audioeval.errors import UsageError
-
         raise UsageError("--log_samples needs --output_path to know where to write the samples.")
+    try:
+        output = _evaluate_and_write(
+            cfg, topology, registry, tasks, group_names, judge, run_dir, wall_start, plan
+        )
+    except BaseException as err:
+        if run_dir is not None and topology.is_main:
+            mark_failed(
+                run_dir, "interrupted" if isinstance(err, KeyboardInterrupt) else str(err) or repr(err)
+            )
+        raise
+    return output
 
+
+def _evaluate_and_write(
+    cfg: RunConfig,
+    topology: Topology,
+    registry: TaskRegistry,
+    tasks: list[PreparedTask],
+    group_names: list[str],
+    judge: Any,
+    run_dir: Path | None,
+    wall_start: float,
+    plan: AugmentPlan | None = None,
+) -> dict[str, Any] | None:
     cache: ResponseCache | NoCache
     cache = (
         NoCache()
@@ -103,37 +184,23 @@ def run_evaluation(cfg: RunConfig, topology: Topology | None = None) -> dict[str
     if judge is not None:
         judge.attach_cache(cache)
 
-    results: dict[str, Any] = {}
-    task_summaries: dict[str, Any] = {}
-    all_rows: dict[str, list[ScoreRow]] = {}
-    timings: dict[str, Any] = {}
-    total = TaskTiming()
+    outcomes: dict[str, list[TaskOutcome]] = {}
+    endpoints: dict[str, Any] = {}
     model = None
     try:
-        model = create_model(cfg.model, cfg.model_args, cfg.batch_size, cfg.seed)
-        model.prepare(tasks)
+        model = collectively(
+            topology, lambda: _load_model(cfg, tasks), f"while loading --model {cfg.model}", gather=False
+        )
         settings = EvalSettings(log_samples=cfg.log_samples, show_progress=cfg.show_progress)
         evaluator = Evaluator(tasks, model, cache, topology, run_dir or Path("."), settings, judge=judge)
         for task in tasks:
-            outcome = evaluator.run_task(task)
-            gathered = topology.gather((outcome.rows, outcome.timing))
-            if not topology.is_main:
-                continue
-            rows = [row for part, _ in gathered for row in part]
-            task_timing = TaskTiming()
-            for _, t in gathered:
-                task_timing.add(t)
-            total.add(task_timing)
-            task_timing.wall_s = outcome.timing.wall_s
-            if cfg.log_samples and run_dir is not None:
-                SampleLog.merge(run_dir, task.name, topology.world_size)
-            per_k, summaries = aggregate_task(
-                task.name, task.shots, rows, task.scorer, cfg.bootstrap_resamples, cfg.seed
+            # every rank reports its own failure; rank 0 says which rank failed
+            gathered = collectively(
+                topology, lambda task=task: evaluator.run_task(task), f"while evaluating task {task.name}"
             )
-            results[task.name] = per_k
-            task_summaries[task.name] = summaries
-            all_rows[task.name] = rows
-            timings[task.name] = _timing_block(task_timing)
+            if topology.is_main:
+                outcomes[task.name] = gathered
+        endpoints = _endpoint_figures(topology.gather(_endpoint_stats(model, judge)))
         topology.barrier()
     finally:
         if model is not None:
@@ -144,9 +211,36 @@ def run_evaluation(cfg: RunConfig, topology: Topology | None = None) -> dict[str
 
     if not topology.is_main:
         return None
+    results: dict[str, Any] = {}
+    task_summaries: dict[str, Any] = {}
+    all_rows: dict[str, list[ScoreRow]] = {}
+    timings: dict[str, Any] = {}
+    total = TaskTiming()
+    for task in tasks:
+        gathered = outcomes[task.name]
+        rows = [row for outcome in gathered for row in outcome.rows]
+        task_timing = TaskTiming()
+        for outcome in gathered:
+            task_timing.add(outcome.timing)
+        total.add(task_timing)
+        task_timing.wall_s = gathered[0].timing.wall_s
+        if cfg.log_samples and run_dir is not None:
+            SampleLog.merge(run_dir, task.name, topology.world_size)
+        per_k, summaries = aggregate_task(
+            task.name, task.shots, rows, task.scorer, cfg.bootstrap_resamples, cfg.seed
+        )
+        results[task.name] = per_k
+        task_summaries[task.name] = summaries
+        all_rows[task.name] = rows
+        timings[task.name] = _timing_block(task_timing)
     groups = aggregate_groups(registry, group_names, task_summaries)
+    groups.update(
+        condition_groups(plan, lambda g, s: aggregate_groups(registry, g, s), group_names, task_summaries)
+    )
     wall = time.perf_counter() - wall_start
     total.wall_s = wall
+    judges = judge.describe() if judge is not None else None
+    warnings, unscored = failure_warnings(all_rows, judges, cache.damage)
     output: dict[str, Any] = {
         "results": results,
         "groups": groups,
@@ -156,17 +250,21 @@ def run_evaluation(cfg: RunConfig, topology: Topology | None = None) -> dict[str
                 "version": t.config.version,
                 "shots": t.shots,
                 "n_episodes": len(t.indices),
+                "builder_file": builder_file(t.builder),
                 "config": t.config.resolved(),
+                **({"dataset": revision} if (revision := t.dataset_revision) else {}),
+                **({"augment": t.augment.record()} if t.augment is not None else {}),
             }
             for t in tasks
         },
         "model": {
             "name": cfg.model,
-            "model_args": _redact(cfg.model_args),
+            "model_args": redact_args(cfg.model_args),
             "identity": model.identity,
             "batch_size": cfg.batch_size,
         },
-        "judges": judge.describe() if judge is not None else None,
+        "judges": judges,
+        "augment": plan.record() if plan is not None else None,
         "seed": cfg.seed,
         "num_fewshot": cfg.num_fewshot,
         "task_args": cfg.task_args,
@@ -176,30 +274,72 @@ def run_evaluation(cfg: RunConfig, topology: Topology | None = None) -> dict[str
         "versions": library_versions(),
         "git_commit": git_commit(),
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "timing": {**_timing_block(total), "tasks": timings},
+        "timing": {**_timing_block(total), "endpoints": endpoints, "tasks": timings},
+        "warnings": warnings,
+        "unscored_tasks": unscored,
+        "judges_down": sorted(judge.down) if judge is not None else [],
     }
+    robustness_table = ""
+    if plan is not None:
+        label = _model_display_name(cfg.model, cfg.model_args)
+        output["robustness"], robustness_table, written = write_robustness(
+            plan, tasks, all_rows, results, cfg.bootstrap_resamples, cfg.seed, run_dir, label
+        )
+        if written:
+            output["reports"] = written
     if run_dir is not None:
         write_json(run_dir / "results.json", output)
-        report_specs = _report_specs(registry, tasks, group_names)
+        report_tasks = clean_tasks(tasks)  # benchmark reports lay out the clean run
+        report_specs = _report_specs(registry, report_tasks, group_names)
         if report_specs:
+            rows = {t.name: all_rows[t.name] for t in report_tasks}
             ctx = ReportContext(
-                results=output, run_dir=run_dir, rows=all_rows, registry=registry, tasks=tasks
+                results=output, run_dir=run_dir, rows=rows, registry=registry, tasks=report_tasks
             )
-            output["reports"] = run_reports(report_specs, ctx)
+            output["reports"] = output.get("reports", []) + run_reports(report_specs, ctx)
             write_json(run_dir / "results.json", output)
         output["run_dir"] = str(run_dir)
     table = markdown_table(results, groups)
+    if robustness_table:
+        table += "\n\nRobustness (drop = loss vs clean; paired bootstrap 95% CIs):\n\n" + robustness_table
     if run_dir is not None:
         (run_dir / "summary.md").write_text(table + "\n")
+        mark_finished(run_dir)
     output["table"] = table
+    output["resume_note"] = resume_note(total.cached, total.samples)
     return output
 
 
-def _redact(args: dict[str, Any]) -> dict[str, Any]:
-    return {
-        k: ("***" if any(s in k.lower() for s in ("key", "token", "secret", "password")) else v)
-        for k, v in args.items()
-    }
+def _endpoint_stats(model: Any, judge: Any) -> dict[str, EndpointStats]:
+    stats = {"model": model.stats}
+    if judge is not None:
+        stats.update({f"judge {j.judge_id}": j.model.stats for j in judge.judges})
+    return stats
+
+
+def _endpoint_figures(per_rank: list[dict[str, EndpointStats]]) -> dict[str, Any]:
+    """Per endpoint (the model, each judge), the figures of all processes together."""
+    merged: dict[str, EndpointStats] = {}
+    for stats in per_rank:
+        for name, s in stats.items():
+            merged.setdefault(name, EndpointStats()).merge(s)
+    return {name: s.figures() for name, s in merged.items()}
+
+
+def builder_file(builder: Any) -> str:
+    """Where the builder's code lives, so a viewer can rebuild episodes of a task given by file path."""
+    builder = getattr(builder, "builder", builder)  # episodes read from data: the builder behind them
+    return str(Path(inspect.getfile(type(builder))).resolve())
+
+
+def _load_model(cfg: RunConfig, tasks: list[PreparedTask]) -> Model:
+    model = create_model(cfg.model, cfg.model_args, cfg.batch_size, cfg.seed)
+    try:
+        model.prepare(tasks)
+    except BaseException:
+        model.close()
+        raise
+    return model
 
 
 def _timing_block(t: TaskTiming) -> dict[str, Any]:

@@ -6,13 +6,16 @@ per-sample score. The harness aggregates those itself (stats.py) so it can boots
 
 Optional keyword arguments a metric's `_compute` may declare, filled in by the harness:
 `responses` (raw model text), `parse_failures` (bools), `sample_info` (per-sample dicts with the task,
-k, episode index and episode metadata) and `judgments` (per-sample judge verdict lists, see judges/).
+k, episode index and episode metadata), `judgments` (per-sample judge verdict lists, see judges/) and
+`judge_ids` (the judges' ids in `--judge` order, given whenever judgments are).
 """
 
 from __future__ import annotations
 
+import fnmatch
 import inspect
 import math
+import sys
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -25,7 +28,7 @@ from audioeval.resources import metrics_dir
 from audioeval.stats import Aggregation
 
 HARNESS_SCORES = ("parse_failure_rate",)
-OPTIONAL_INPUTS = ("responses", "parse_failures", "sample_info", "judgments")
+OPTIONAL_INPUTS = ("responses", "parse_failures", "sample_info", "judgments", "judge_ids")
 
 
 def _metric_path(name: str, task_dir: Path) -> Path:
@@ -44,9 +47,30 @@ def _metric_path(name: str, task_dir: Path) -> Path:
 
 @cache
 def load_metric(path: Path) -> Any:
-    import evaluate
+    return import_evaluate().load(str(path), keep_in_memory=True)
 
-    return evaluate.load(str(path), keep_in_memory=True)
+
+def import_evaluate() -> Any:
+    """`import evaluate`, without the seconds its package init spends importing transformers.pipelines for
+    its Evaluator classes (which audioeval never uses): that import is masked meanwhile, and evaluate then
+    marks those classes unavailable. If evaluate cannot be imported that way, it is imported plainly."""
+    if "evaluate" in sys.modules:
+        return sys.modules["evaluate"]
+    masked = "transformers.pipelines" not in sys.modules
+    if masked:
+        sys.modules["transformers.pipelines"] = None  # type: ignore[assignment]  # importing it raises ImportError
+    try:
+        import evaluate
+    except Exception:  # noqa: BLE001 - another evaluate or transformers version: the plain, slow way below
+        evaluate = None
+    finally:
+        if masked:
+            sys.modules.pop("transformers.pipelines", None)
+    if evaluate is None:
+        for name in [m for m in sys.modules if m == "evaluate" or m.startswith("evaluate.")]:
+            del sys.modules[name]
+        import evaluate
+    return evaluate
 
 
 @dataclass
@@ -63,12 +87,27 @@ class TaskScorer:
         # A parser may declare `sample_info` to read per-sample facts (e.g. which format to undo).
         self.parse_takes_info = "sample_info" in inspect.signature(self.parse).parameters
         self.metrics = []
+        self.metric_files: list[Path] = []  # for the preflight import check (requirements.py)
         for spec in task.metrics:
-            module = load_metric(_metric_path(spec["name"], task.directory))
+            try:
+                path = _metric_path(spec["name"], task.dir_of("metrics"))
+            except ConfigError as err:
+                raise ConfigError(f"{task.path}: {err}") from err
+            module = load_metric(path)
             accepted = set(inspect.signature(module._compute).parameters)
             self.metrics.append((spec, module, accepted))
+            self.metric_files.append(path / f"{path.name}.py")
 
-    def score(self, samples: list[SampleToScore], judgments: list[Any] | None = None) -> list[dict[str, Any]]:
+    @property
+    def parser_module(self) -> str:
+        return getattr(self.parse, "func", self.parse).__module__
+
+    def score(
+        self,
+        samples: list[SampleToScore],
+        judgments: list[Any] | None = None,
+        judge_ids: list[str] | None = None,
+    ) -> list[dict[str, Any]]:
         """Per-sample records: {"prediction", "parse_failure", "scores": {name: float | None}}."""
         if not samples:
             return []
@@ -88,6 +127,7 @@ class TaskScorer:
             "parse_failures": failures,
             "sample_info": [s.info for s in samples],
             "judgments": judgments,
+            "judge_ids": judge_ids,
         }
         for spec, module, accepted in self.metrics:
             kwargs = dict(spec["args"])
@@ -105,18 +145,26 @@ class TaskScorer:
         ]
 
     def aggregations(self, score_names: list[str]) -> dict[str, Aggregation]:
-        """The reported metrics, in order: declared aggregations, every other per-sample score as a mean,
-        and the harness's own parse_failure_rate last."""
-        declared = {k: Aggregation.from_spec(k, v) for k, v in self.task.aggregation.items()}
-        used_as_inputs = {i for a in declared.values() if a.kind == "ratio" for i in a.inputs}
-        out = dict(declared)
+        """The reported metrics, in order: declared aggregations, every other per-sample score (by the
+        first glob key that matches it, e.g. `score@*`, else as a mean), and the harness's own
+        parse_failure_rate last. Columns that only feed another aggregation are not reported."""
+        exact = {k: v for k, v in self.task.aggregation.items() if not _is_glob(k)}
+        globs = [(k, v) for k, v in self.task.aggregation.items() if _is_glob(k)]
+        out = {k: Aggregation.from_spec(k, v) for k, v in exact.items()}
         for name in score_names:
-            if name not in out and name not in used_as_inputs and name not in HARNESS_SCORES:
-                out[name] = Aggregation.from_spec(name, "mean")
+            if name not in out and name not in HARNESS_SCORES:
+                spec = next((v for k, v in globs if fnmatch.fnmatchcase(name, k)), "mean")
+                out[name] = Aggregation.from_spec(name, spec)
+        helpers = {i for a in out.values() for i in a.helper_inputs}
+        out = {name: agg for name, agg in out.items() if name in exact or name not in helpers}
         for name in HARNESS_SCORES:
             if name in score_names and name not in out:
                 out[name] = Aggregation.from_spec(name, "mean")
         return out
+
+
+def _is_glob(key: str) -> bool:
+    return any(c in key for c in "*?[")
 
 
 def _as_score(value: Any, metric: str, key: str) -> float | None:

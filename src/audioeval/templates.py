@@ -1,22 +1,27 @@
 """Rendering a task's Jinja templates into a Conversation of text and ordered audio parts.
 
-Templates run in a SandboxedEnvironment with StrictUndefined. Audio is placed with `{{ audio(clip) }}`,
-message boundaries in a whole-prompt template with `{{ turn("user") }}`. Every clip the episode offers for
-the chosen k (context clips, the first k demos, the query) must be placed exactly once, or explicitly
-skipped with `{{ skip_audio(clip) }}`; anything else is an error naming the template file and line.
+Templates run in an ImmutableSandboxedEnvironment with StrictUndefined, over a read-only copy of the episode
+(`template_view`) in which every audio clip is an opaque `ClipHandle`: a template can read a clip's facts
+(seconds, sampling rate; its label and role sit beside it) but never its samples, and cannot change or write
+anything. Audio is placed with `{{ audio(clip) }}`, message boundaries in a whole-prompt template with
+`{{ turn("user") }}`. Every clip the episode offers for the chosen k (context clips, the first k demos, the
+query) must be placed exactly once, or explicitly skipped with `{{ skip_audio(clip) }}`; anything else is an
+error naming the template file and line.
 """
 
 from __future__ import annotations
 
 import re
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import jinja2
-from jinja2.sandbox import SandboxedEnvironment
+import numpy as np
+from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from audioeval.config import TaskConfig
+from audioeval.config import TaskConfig, read_text_file
 from audioeval.errors import ConfigError
 from audioeval.types import AudioClip, AudioPart, Message, TextPart
 
@@ -31,9 +36,59 @@ _RAW_PLACEHOLDERS = re.compile(
 ROLES = ("system", "user", "assistant")
 
 
-def make_environment(search_dirs: list[Path]) -> SandboxedEnvironment:
-    return SandboxedEnvironment(
-        loader=jinja2.FileSystemLoader([str(d) for d in search_dirs]),
+@dataclass(frozen=True, eq=False)
+class ClipHandle:
+    """What a template sees of an audio clip: read-only facts, never the samples. `audio(handle)` and
+    `skip_audio(handle)` map it back to the clip through the render's own table."""
+
+    seconds: float
+    sampling_rate: int
+
+    def __str__(self) -> str:
+        return f"<audio {self.seconds:.2f} s>"
+
+
+_PLAIN = (str, int, float, bool, type(None))
+
+
+def template_view(obj: Any, handles: dict[int, AudioClip] | None = None, where: str = "episode") -> Any:
+    """A copy of `obj` made of plain values only (dicts, lists, strings, numbers), with each AudioClip replaced
+    by a ClipHandle registered in `handles` (id(handle) -> clip; the same clip always gets the same handle).
+    numpy values become plain numbers and lists; any other object is an error naming its field."""
+    handles = {} if handles is None else handles
+    memo: dict[int, ClipHandle] = {}
+
+    def convert(value: Any, path: str) -> Any:
+        if isinstance(value, _PLAIN):
+            return value
+        if isinstance(value, AudioClip):
+            handle = memo.get(id(value))
+            if handle is None:
+                handle = memo[id(value)] = ClipHandle(round(value.seconds, 6), value.sampling_rate)
+                handles[id(handle)] = value
+            return handle
+        if isinstance(value, dict):
+            return {k: convert(v, f"{path}.{k}") for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [convert(v, f"{path}[{i}]") for i, v in enumerate(value)]
+        if isinstance(value, np.ndarray):
+            return convert(value.tolist(), path)
+        if isinstance(value, np.generic):
+            return value.item()
+        raise ConfigError(
+            f"{path} is a {type(value).__name__}; episodes may hold only strings, numbers, booleans, None, lists, "
+            "dicts and audio clips (the builder must convert it)."
+        )
+
+    return convert(obj, where)
+
+
+def make_environment(search_dirs: list[Path]) -> ImmutableSandboxedEnvironment:
+    """The one Jinja environment of task and judge templates: sandboxed (no attribute starting with `_`, no
+    unsafe callables), immutable (no list/dict methods that modify) and strict about undefined names."""
+    unique = list(dict.fromkeys(str(d) for d in search_dirs))
+    return ImmutableSandboxedEnvironment(
+        loader=jinja2.FileSystemLoader(unique),
         undefined=jinja2.StrictUndefined,
         autoescape=False,
         trim_blocks=True,
@@ -63,9 +118,9 @@ def split_turns(text: str, source: str) -> list[tuple[str, str]]:
     return turns
 
 
-def compile_file(env: SandboxedEnvironment, path: Path) -> jinja2.Template:
+def compile_file(env: ImmutableSandboxedEnvironment, path: Path) -> jinja2.Template:
     """Compile a template so that errors and tracebacks carry its real file name."""
-    code = env.compile(path.read_text(encoding="utf-8"), name=path.name, filename=str(path))
+    code = env.compile(read_text_file(path, "template"), name=path.name, filename=str(path))
     return env.template_class.from_code(env, code, env.make_globals(None), None)
 
 
@@ -79,12 +134,10 @@ def template_error_location(err: BaseException, fallback: str) -> str:
     return fallback
 
 
-def _clip_of(obj: Any) -> AudioClip | None:
-    if isinstance(obj, AudioClip):
-        return obj
-    if isinstance(obj, dict) and isinstance(obj.get("audio"), AudioClip):
-        return obj["audio"]
-    return None
+def _clip_of(obj: Any, handles: dict[int, AudioClip]) -> AudioClip | None:
+    if isinstance(obj, dict):
+        obj = obj.get("audio")
+    return handles.get(id(obj)) if isinstance(obj, ClipHandle) else None
 
 
 def episode_clips(episode: dict[str, Any], k: int) -> list[tuple[str, AudioClip]]:
@@ -103,19 +156,20 @@ def episode_clips(episode: dict[str, Any], k: int) -> list[tuple[str, AudioClip]
 class _Placement:
     """Collects audio() and turn() calls during one render."""
 
-    def __init__(self) -> None:
+    def __init__(self, handles: dict[int, AudioClip]) -> None:
+        self.handles = handles
         self.clips: list[AudioClip] = []
         self.skipped: list[AudioClip] = []
 
     def audio(self, obj: Any) -> str:
-        clip = _clip_of(obj)
+        clip = _clip_of(obj, self.handles)
         if clip is None:
             raise TypeError(f"audio() expects a clip from the episode, got {type(obj).__name__}")
         self.clips.append(clip)
         return f"\x01{len(self.clips) - 1}\x01"
 
     def skip_audio(self, obj: Any) -> str:
-        clip = _clip_of(obj)
+        clip = _clip_of(obj, self.handles)
         if clip is None:
             raise TypeError(f"skip_audio() expects a clip from the episode, got {type(obj).__name__}")
         self.skipped.append(clip)
@@ -133,7 +187,10 @@ class PromptRenderer:
         self.task = task
         from audioeval.resources import tasks_dir
 
-        self.env = make_environment([task.directory, *(extra_dirs or []), tasks_dir()])
+        self.env = make_environment(
+            [task.dir_of("templates"), task.directory, *(extra_dirs or []), tasks_dir()]
+        )
+        self._view: tuple[Any, dict[str, Any], dict[int, AudioClip]] | None = None
         self.templates: dict[str, jinja2.Template] = {}
         for role, path in task.templates.items():
             try:
@@ -161,21 +218,32 @@ class PromptRenderer:
                 f"{self.task.path}: `{field_name}` is not a valid Jinja template: {err.message}"
             ) from err
 
-    def _context(self, episode: dict[str, Any], k: int, placement: _Placement) -> dict[str, Any]:
-        demos = (episode.get("demos") or [])[:k]
-        return {
-            "episode": episode,
-            "demos": demos,
-            "query": episode.get("query") or {},
-            "context_clips": episode.get("context") or [],
-            "metadata": episode.get("metadata") or {},
+    def _episode_view(self, episode: dict[str, Any]) -> tuple[dict[str, Any], dict[int, AudioClip]]:
+        """The template view of an episode and its handle table, built once per episode for all its k."""
+        cached = self._view
+        if cached is None or cached[0] is not episode:
+            handles: dict[int, AudioClip] = {}
+            cached = (episode, template_view(episode, handles), handles)
+            self._view = cached
+        return cached[1], cached[2]
+
+    def _context(self, episode: dict[str, Any], k: int) -> tuple[dict[str, Any], _Placement]:
+        view, handles = self._episode_view(episode)
+        placement = _Placement(handles)
+        context = {
+            "episode": view,
+            "demos": (view.get("demos") or [])[:k],
+            "query": view.get("query") or {},
+            "context_clips": view.get("context") or [],
+            "metadata": view.get("metadata") or {},
             "k": k,
-            "params": dict(self.task.param_values),
+            "params": template_view(self.task.param_values, where="params"),
             "task": self.task.name,
             "audio": placement.audio,
             "skip_audio": placement.skip_audio,
             "turn": placement.turn,
         }
+        return context, placement
 
     def _render(self, role: str, context: dict[str, Any]) -> str:
         template = self.templates[role]
@@ -189,7 +257,7 @@ class PromptRenderer:
             ) from err
 
     def render_target(self, episode: dict[str, Any], k: int) -> str:
-        context = self._context(episode, k, _Placement())
+        context, _ = self._context(episode, k)
         try:
             return self.target_template.render(**context).strip()
         except Exception as err:  # noqa: BLE001
@@ -202,7 +270,7 @@ class PromptRenderer:
             return None
         if isinstance(self.task.label_space, list):
             return tuple(self.task.label_space)
-        context = self._context(episode, k, _Placement())
+        context, _ = self._context(episode, k)
         try:
             value = self.label_space_expr(**context)
         except Exception as err:  # noqa: BLE001
@@ -214,8 +282,7 @@ class PromptRenderer:
         return tuple(str(v) for v in value)
 
     def render(self, episode: dict[str, Any], k: int) -> tuple[Message, ...]:
-        placement = _Placement()
-        context = self._context(episode, k, placement)
+        context, placement = self._context(episode, k)
         if "prompt" in self.templates:
             text = self._render("prompt", context)
             messages = self._split_turns(text, placement, "prompt")

@@ -72,7 +72,7 @@ def test_agreement_per_dataset_and_overall(tmp_path: Path, runs, capsys):
     )
     result = json.loads(out.read_text())["datasets"]
     assert result["general"]["agreement"] == 0.75 and result["general"]["n"] == 4
-    assert result["skill"] == {"agreement": 1.0, "ci95": [1.0, 1.0], "n": 1, "unscorable": 1}
+    assert result["skill"] == {"agreement": 1.0, "ci95": None, "n": 1, "unscorable": 1}  # one item: no CI
     assert result["ambiguity"]["agreement"] == 0.0
     assert result["all"]["agreement"] == pytest.approx(4 / 6, abs=1e-4) and result["all"]["unscorable"] == 1
     table = capsys.readouterr().out

@@ -152,7 +152,7 @@ def agreement(
         s = summarize({"x": np.array(values, dtype=np.float64)}, agg, n_resamples, stable_seed(seed, name))
         rows[name] = {
             "agreement": None if not values else round(s.value, 4),
-            "ci95": None if not values else [round(x, 4) for x in s.ci95],
+            "ci95": [round(x, 4) for x in s.ci95] if values and s.has_ci else None,  # None: not measured
             "n": len(values),
             "unscorable": sum(unscorable.values()) if name == "all" else unscorable.get(name, 0),
         }
@@ -166,10 +166,8 @@ def markdown(result: dict[str, Any], label_a: str, label_b: str) -> str:
         if row["agreement"] is None:
             lines.append(f"| {title} | — | — | 0 | {row['unscorable']} |")
             continue
-        lo, hi = row["ci95"]
-        lines.append(
-            f"| {title} | {100 * row['agreement']:.1f}% | [{100 * lo:.1f}%, {100 * hi:.1f}%] | {row['n']} | {row['unscorable']} |"
-        )
+        ci = "—" if row["ci95"] is None else "[{:.1f}%, {:.1f}%]".format(*(100 * x for x in row["ci95"]))
+        lines.append(f"| {title} | {100 * row['agreement']:.1f}% | {ci} | {row['n']} | {row['unscorable']} |")
     lines += ["", "human \\ judge | A | B | equal", "---|---|---|---"]
     for h, counts in result["confusion"].items():
         lines.append(f"{h} | {counts['A']} | {counts['B']} | {counts['equal']}")
@@ -190,7 +188,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--human", required=True, type=Path, help="JSONL of {id, preference: A|B|equal[, annotator]}"
     )
-    p.add_argument("--judge", help="use this judge's score (score@JUDGE) instead of the panel mean")
+    p.add_argument(
+        "--judge", help="use this judge's score (score@JUDGE) instead of the first judge's (score)"
+    )
     p.add_argument(
         "--tie_margin", type=float, default=0.0, help="score differences up to this count as equal"
     )

@@ -3,6 +3,7 @@ built-in corpus speaks and the names the upstream ADU-Bench folders use for all 
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 DATASETS: dict[str, str] = {
@@ -41,6 +42,55 @@ DOMAINS: dict[str, tuple[str, ...]] = {
     ),
     "ambiguity": ("intonation", "pause", "homophone", "repetition"),
 }
+
+#: the paper's Table 8: items per domain in the released ADU-Bench (20,715 in all)
+PAPER_DOMAIN_SIZES: dict[str, dict[str, int]] = {
+    "general": {"helpful_question": 4000, "daily_question": 4000, "daily_statement": 4000},
+    "skill": {
+        "mathematics": 1000,
+        "physics": 210,
+        "chemistry": 180,
+        "biology": 180,
+        "computer_science": 115,
+        "code": 1000,
+        "law": 325,
+        "finance": 60,
+        "common_sense": 500,
+        "writing": 40,
+        "roleplay": 20,
+        "medicine": 95,
+    },
+    "multilingual": dict.fromkeys(DOMAINS["multilingual"], 400),
+    "ambiguity": {"intonation": 395, "pause": 250, "homophone": 490, "repetition": 255},
+}
+
+#: datasets whose mean is the plain mean of its domain means, whatever their sizes (the paper's arithmetic)
+EQUAL_DOMAIN_WEIGHTS = ("ambiguity",)
+
+
+def domain_weight(dataset: str, domain: str) -> float:
+    """The weight of a domain's mean in its dataset's mean, as the paper computes its Tables 2, 9 and 10.
+
+    ADU-Ambiguity is the plain mean of its four type means (Whisper+GPT-4: 4.02, 5.02, 3.64, 9.03 -> 5.43
+    printed; weighting by the items would give 4.99). ADU-Skill weights each skill by its items in the full
+    dataset (Table 8; 8.54 printed, 8.69 unweighted) — by the paper's sizes, not by the items of this run,
+    so `--limit` (which samples domains evenly) and judge failures do not change the weighting. General and
+    Multilingual have equal-sized domains, where both rules agree. A domain the paper does not list weighs
+    like an average listed one.
+    """
+    sizes = PAPER_DOMAIN_SIZES.get(dataset) or {}
+    if dataset in EQUAL_DOMAIN_WEIGHTS or not sizes:
+        return 1.0
+    return float(sizes.get(domain, sum(sizes.values()) / len(sizes)))
+
+
+def domain_stratum(dataset: str, domain: str) -> float:
+    """A number naming the domain within its dataset (stratum ids for the per-sample score columns)."""
+    known = DOMAINS.get(dataset, ())
+    if domain in known:
+        return float(known.index(domain))
+    return float(1000 + int.from_bytes(hashlib.sha256(domain.encode()).digest()[:4], "little"))
+
 
 #: ambiguity types judged with the 10-or-0 correctness template (the reading is fixed by how it was spoken)
 CORRECTNESS_JUDGED = ("pause", "intonation")

@@ -30,15 +30,6 @@ TEXT_COLUMNS = (
 )
 
 
-def judge_cue(variation: dict[str, Any]) -> str | None:
-    """How the query was spoken, in words, for the judges of pause and intonation items."""
-    if variation.get("pause"):
-        return f"with a pause at the mark ‖: {variation['pause']}"
-    if variation.get("contour"):
-        return f"with a {variation['contour']} intonation at the end"
-    return None
-
-
 def make_episode(
     index: int, episode_id: str, item: QueryItem, clip: AudioClip, variation: dict[str, Any]
 ) -> dict[str, Any]:
@@ -72,7 +63,6 @@ def describe_item(item: QueryItem, variation: dict[str, Any]) -> dict[str, Any]:
         "source": item.source,
         "category": item.category,
         "ambiguity": item.ambiguity,
-        "cue": judge_cue(variation),
         "variation": variation,
     }
 

@@ -6,7 +6,10 @@ Where Speech-IFEval's check is the same as Google IFEval's, the class from lm-ev
 - capital / lowercase: `str.isupper()` / `str.islower()` only (Speech-IFEval dropped the langdetect test);
 - repeat_prompt: the response is lower-cased and stripped of surrounding `"`/`'` before the prefix test;
 - bullet lists: a literal backslash-n counts as a line break, and lines starting with `•` or a digit count
-  as bullets too; paragraphs: split on `***` *or* on line breaks.
+  as bullets too; paragraphs: the stripped response is split on `***` *or* on line breaks.
+
+Sentences are counted with NLTK's English Punkt model shipped as a package (audioeval.alice.sentences), so
+the sentence-count check runs offline.
 
 Three checks are re-implemented with the same results as the regular expressions they stand for, in
 linear time: the title check and the bullet/paragraph checks use patterns such as `^\\s*-.*$` whose
@@ -22,21 +25,19 @@ from __future__ import annotations
 
 import contextlib
 import io
-import logging
 import re
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 from audioeval.alice import constraints as C
-
-log = logging.getLogger("audioeval")
+from audioeval.alice.sentences import count_sentences
 
 
 @cache
 def _ifeval() -> Any:
     """lm-eval's IFEval instruction module. Importing it tries to download NLTK's punkt data; offline that
-    attempt is skipped here (only the sentence-count check needs punkt, and it says so when used)."""
+    attempt is skipped here (the sentence count, the only check that needs punkt, is done here)."""
     import nltk
 
     original = nltk.download
@@ -147,8 +148,17 @@ def split_paragraphs(text: str) -> list[str]:
     return pieces
 
 
+def _sentences(value: str, kwargs: dict[str, Any]) -> bool:
+    count = count_sentences(value)
+    return (
+        count < kwargs["num_sentences"]
+        if kwargs["relation"] == "less than"
+        else count >= kwargs["num_sentences"]
+    )
+
+
 def _paragraphs(value: str, kwargs: dict[str, Any]) -> bool:
-    paragraphs = split_paragraphs(value)
+    paragraphs = split_paragraphs(value.strip())
     count = len(paragraphs)
     for index, paragraph in enumerate(paragraphs):
         if not paragraph.strip():
@@ -168,7 +178,6 @@ _LM_EVAL_CLASSES = {
     C.KEYWORDS_EXIST: "KeywordChecker",
     C.FORBIDDEN_WORDS: "ForbiddenWords",
     C.NUMBER_WORDS: "NumberOfWords",
-    C.NUMBER_SENTENCES: "NumberOfSentences",
 }
 
 _OWN_CHECKS = {
@@ -178,42 +187,16 @@ _OWN_CHECKS = {
     C.TITLE: _title,
     C.BULLET_LISTS: _bullet_lists,
     C.NUMBER_PARAGRAPHS: _paragraphs,
+    C.NUMBER_SENTENCES: _sentences,
 }
 
 
-_NO_PUNKT = (
-    "length_constraints:number_sentences counts sentences with NLTK's punkt model, which is not installed; "
-    "install it with `python -m nltk.downloader punkt punkt_tab` to score this constraint"
-)
-
-
-class CheckUnavailable(Exception):
-    """The check cannot run in this environment (e.g. NLTK's punkt data is not installed)."""
-
-
-@cache
-def _punkt_available() -> bool:
-    import nltk
-
-    for resource in ("tokenizers/punkt", "tokenizers/punkt_tab"):
-        try:
-            nltk.data.find(resource)
-            return True
-        except LookupError:
-            continue
-    return False
-
-
 def _lm_eval_check(instruction_id: str, value: str, kwargs: dict[str, Any]) -> bool:
-    if instruction_id == C.NUMBER_SENTENCES and not _punkt_available():
-        raise CheckUnavailable(_NO_PUNKT)
     cls = getattr(_ifeval(), _LM_EVAL_CLASSES[instruction_id])
     checker = cls(instruction_id)
     checker.build_description(**kwargs)
     try:
         return bool(checker.check_following(value))
-    except LookupError as err:  # an NLTK resource lm-eval loads is missing
-        raise CheckUnavailable(f"{_NO_PUNKT} ({err.__class__.__name__})") from err
     except RecursionError:  # json.loads on thousands of nested brackets
         return False
     except re.error:  # a keyword that is not a valid regular expression: match it literally
@@ -244,11 +227,10 @@ def loose_variants(response: str) -> list[str]:
 
 @dataclass(frozen=True)
 class Compliance:
-    strict: bool | None  # None: the constraint cannot be checked here (see `note`)
-    loose: bool | None
-    per_instruction_strict: tuple[bool | None, ...]
-    per_instruction_loose: tuple[bool | None, ...]
-    note: str | None = None
+    strict: bool
+    loose: bool
+    per_instruction_strict: tuple[bool, ...]
+    per_instruction_loose: tuple[bool, ...]
 
 
 def as_text(response: Any) -> str:
@@ -270,25 +252,18 @@ def check_response(
         kwargs_list = [kwargs_list] * len(ids)
     if len(kwargs_list) != len(ids):
         raise ValueError(f"{len(ids)} instruction ids but {len(kwargs_list)} kwargs dicts")
-    strict: list[bool | None] = []
-    loose: list[bool | None] = []
-    note = None
+    strict: list[bool] = []
+    loose: list[bool] = []
     for instruction_id, kwargs in zip(ids, kwargs_list, strict=True):
         problem = C.kwargs_problem(instruction_id, kwargs)
         if problem:
             raise ValueError(problem)
         args = C.clean_kwargs(kwargs)
-        try:
-            strict.append(bool(text.strip()) and follows(instruction_id, text, args))
-            loose.append(any(v.strip() and follows(instruction_id, v, args) for v in loose_variants(text)))
-        except CheckUnavailable as err:
-            strict.append(None)
-            loose.append(None)
-            note = str(err)
+        strict.append(bool(text.strip()) and follows(instruction_id, text, args))
+        loose.append(any(v.strip() and follows(instruction_id, v, args) for v in loose_variants(text)))
     return Compliance(
-        strict=None if None in strict else all(strict),
-        loose=None if None in loose else all(loose),
+        strict=all(strict),
+        loose=all(loose),
         per_instruction_strict=tuple(strict),
         per_instruction_loose=tuple(loose),
-        note=note,
     )

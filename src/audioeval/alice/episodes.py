@@ -15,13 +15,14 @@ once with its audio.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import datasets
 
 from audioeval.alice.demos import SHUFFLE_BASE, align, demo_order
 from audioeval.alice.items import PoolEntry, TestItem
-from audioeval.audio.wav import encode_wav
+from audioeval.audio.wav import decode_wav, encode_wav
 from audioeval.types import AudioClip
 
 
@@ -142,6 +143,34 @@ def item_row(episode: dict[str, Any]) -> dict[str, Any]:
         ],
         "metadata": json.dumps(meta, ensure_ascii=False, sort_keys=True, default=str),
     }
+
+
+def episode_from_rows(row: dict[str, Any], pool_row: Callable[[str], dict[str, Any]]) -> dict[str, Any]:
+    """Inverse of `item_row`: the episode again, with each demonstration's audio from its `demo_pool` row."""
+    demos = []
+    for demo in row["demos"]:
+        entry = pool_row(demo["pool_id"])
+        clip = {"role": "demo", "label": entry["answer_plain"], "audio": _stored_clip(entry["audio"])}
+        demos.append({"clips": [clip], "label": demo["answer"], **demo})
+    return {
+        "id": row["id"],
+        "index": int(row["index"]),
+        "context": [],
+        "demos": demos,
+        "query": {
+            "clips": [{"role": "query", "label": row["label"], "audio": _stored_clip(row["audio"])}],
+            "label": row["label"],
+            "task_text": row["task_text"],
+            "constraint_text": row["constraint_text"],
+            "choices": list(row["choices"] or []),
+        },
+        "metadata": json.loads(row["metadata"]),
+    }
+
+
+def _stored_clip(audio: dict[str, Any]) -> AudioClip:
+    samples, rate = decode_wav(audio["bytes"])
+    return AudioClip.from_array(samples, rate)
 
 
 def pool_features(sampling_rate: int) -> datasets.Features:

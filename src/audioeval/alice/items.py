@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -56,3 +58,19 @@ class PoolEntry:
     answer_plain: str | None  # the unformatted answer, when known
     audio: AudioRef
     source: dict[str, Any] = field(default_factory=dict)
+
+
+def stratified_order(items: list[TestItem], stratum: Callable[[TestItem], Hashable]) -> list[TestItem]:
+    """The items reordered so that every prefix (`--limit N`) is a stratified sample: first one item of each
+    stratum (in order of first appearance), then each stratum's items spread in proportion to its size (its
+    r-th of n items sorts at r/n). Each stratum keeps its source order; equal-sized strata come out
+    round-robin, like the built-in corpus."""
+    strata = [stratum(item) for item in items]
+    sizes = Counter(strata)
+    first_seen = {s: k for k, s in enumerate(dict.fromkeys(strata))}
+    seen: Counter[Hashable] = Counter()
+    keys = []
+    for index, s in enumerate(strata):
+        keys.append((Fraction(seen[s], sizes[s]), first_seen[s], index))
+        seen[s] += 1
+    return [items[index] for *_, index in sorted(keys)]

@@ -323,7 +323,7 @@ class SpeechIFEvalData:
         label = label.strip()
         source = {
             "corpus": "speech-ifeval",
-            "file": where.rsplit(":", 1)[0],
+            "file": Path(where.rsplit(":", 1)[0]).name,  # the file's name: no local path reaches a Hub row
             "line": line_no,
             "audio_filepath": audio_rel,
             "id": row.get("id"),

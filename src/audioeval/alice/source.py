@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from audioeval.alice.corpus import BuiltinCorpus, builtin_corpus
-from audioeval.alice.items import PoolEntry, PoolKey, TestItem
+from audioeval.alice.items import PoolEntry, PoolKey, TestItem, stratified_order
 from audioeval.alice.layout import LayoutPaths, SpeechIFEvalData, resolve_paths
 
 PATH_OPTIONS = ("ceq_file", "cot_file", "test_audio_dir", "pool_file", "pool_audio_dir", "mmau_map_files")
@@ -51,7 +51,12 @@ class LocalSource:
         self.data = data
 
     def items(self, task: str, category: str) -> list[TestItem]:
-        return [i for i in self.data.items(category) if i.task == task]
+        """The task's items, stratified over constraints (CEQ) or MMAU sub-categories (CoT): the files list
+        each constraint's items together, so their first N rows would all be one constraint."""
+        items = [i for i in self.data.items(category) if i.task == task]
+        if category == "ceq":
+            return stratified_order(items, lambda i: i.instruction_id)
+        return stratified_order(items, lambda i: i.sub_category)
 
     def pool_list(self, key: PoolKey, needed_by: str = "") -> list[PoolEntry]:
         return self.data.pool_list(key, needed_by)

@@ -23,7 +23,7 @@ def alice_normalize(text: Any) -> str:
 
 @cache
 def _basic_normalizer() -> Any:
-    from transformers.models.whisper.english_normalizer import BasicTextNormalizer
+    from audioeval.alice.whisper_basic import BasicTextNormalizer
 
     return BasicTextNormalizer()
 
@@ -49,24 +49,33 @@ def word_errors(reference: Any, hypothesis: Any, normalizer: str) -> tuple[int, 
     return int(out.substitutions + out.deletions + out.insertions), ref_words
 
 
-def looks_degenerate(response: Any, repeats: int = 8, max_period: int = 40) -> bool:
-    """Whether a response ends in a loop (the same word sequence, or the same few characters, repeated at
-    least `repeats` times): the mark of hallucinated or non-terminating generation, whose transcript ALICE
-    replaces with an empty string."""
-    text = as_text(response).rstrip()
-    words = text.split()
+# A loop must repeat its unit at least this often and run at least this long before a response counts as
+# non-terminating: speech itself repeats ("ha ha ha", "no, no, no"), and a rule of dashes or a long number
+# is a short run of one character.
+LOOP_MIN_REPEATS = 8
+LOOP_MIN_WORDS = 48  # words in the repeating tail (1-40 word units)
+LOOP_MIN_CHARS = 256  # characters in the repeating tail (1-8 character units)
+
+
+def _periodic_tail(seq: Any, max_period: int, min_length: int) -> bool:
+    """Whether the end of `seq` repeats a unit of at most `max_period` elements, at least LOOP_MIN_REPEATS
+    times and over at least `min_length` elements (a partial unit at the very end is allowed)."""
     for period in range(1, max_period + 1):
-        span = period * repeats
-        if len(words) < span:
-            break
-        tail = words[-span:]
+        span = max(period * LOOP_MIN_REPEATS, min_length)
+        if len(seq) < span:
+            continue
+        tail = seq[-span:]
         if all(tail[i] == tail[i + period] for i in range(span - period)):
             return True
-    for period in range(1, 9):
-        span = period * repeats * 4
-        if len(text) < span:
-            break
-        tail = text[-span:]
-        if tail.strip() and all(tail[i] == tail[i + period] for i in range(span - period)):
-            return True
     return False
+
+
+def looks_degenerate(response: Any) -> bool:
+    """Whether a response ends in a loop (a word sequence, or a few characters, repeated over and over): the
+    mark of hallucinated or non-terminating generation, whose transcript ALICE replaces with an empty string."""
+    text = as_text(response).rstrip()
+    words = text.split()
+    # a loop cut off by the token limit may end inside a word
+    if _periodic_tail(words, 40, LOOP_MIN_WORDS) or _periodic_tail(words[:-1], 40, LOOP_MIN_WORDS):
+        return True
+    return _periodic_tail(text, 8, LOOP_MIN_CHARS)

@@ -186,6 +186,26 @@ class DistractorCorpus:
         }
 
 
+def check_esc50_listing(root: str | Path) -> None:
+    """Every clip ESC-50's meta/esc50.csv lists is in audio/ (the release publishes no checksums)."""
+    import csv
+
+    root = Path(root)
+    listing = root / "meta" / "esc50.csv"
+    if not listing.is_file():
+        raise DataError(f"esc50_dir={root}: no meta/esc50.csv; expected the ESC-50 release layout.")
+    with listing.open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    if not rows or "filename" not in rows[0]:
+        raise DataError(f"{listing}: expected a CSV with a `filename` column listing the clips.")
+    missing = [r["filename"] for r in rows if not (root / "audio" / r["filename"]).is_file()]
+    if missing:
+        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        raise DataError(
+            f"esc50_dir={root}: {len(missing)} clip(s) listed in meta/esc50.csv are missing from audio/: {shown}."
+        )
+
+
 class MachineCorpus:
     """DCASE Task 2 development data: normal recordings (train and test) and anomalous ones (test)."""
 

@@ -11,27 +11,36 @@ A task enables judging with a `judge:` block in its YAML:
 A judge template is a whole-prompt template (`{{ turn("system") }}...{{ turn("user") }}...`) rendered with
 `response`, `target`, `sample` (task, k, episode, metadata), `episode`, `query` and, for `swap: true`
 roles, `swapped` (False, then True: the template exchanges the reference and the response). Judge requests
-are text-only Requests that go through the same response cache as model requests (keyed by the judge's
-identity), so a rerun never pays for a judgment already made.
+are text-only Requests that go through the same serving path as model requests (serving.py: the response
+cache keyed by the judge's identity, in-run deduplication, caching as replies arrive), so a rerun never pays
+for a judgment already made. Each sample is judged the moment its response arrives, by every judge at once.
+A judge endpoint that goes down (api_client.EndpointDown) fails its remaining verdicts at once; the model
+side carries on, and the run reports the endpoint at the end.
 
 Per sample, metrics receive `judgments[i] = {role: {judge_id: {"value", "values", "raw", "error"}}}`
-(`value` None means a judge failure: API error or unparsable verdict; swapped roles average both orders
-and fail if either fails). Samples a role does not apply to have no entry for it.
+(`value` None means a judge failure: API error, unparsable verdict or a number outside the verdict's scale;
+swapped roles average both orders and fail if either fails; `out_of_range` says whether a verdict was
+outside the scale). Samples a role does not apply to have no entry for it. Per sample, the judges appear in
+the order they were given (`--judge` order).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from audioeval.api_client import EndpointDown
+from audioeval.cache import ResponseStore
 from audioeval.errors import ConfigError, UsageError
-from audioeval.judges.verdicts import READERS
+from audioeval.judges.verdicts import READERS, OutOfRange
 from audioeval.models import create_model
 from audioeval.models.base import Model
-from audioeval.templates import compile_file, make_environment, split_turns, turn_marker
-from audioeval.types import Message, Request, RequestId, TextPart
+from audioeval.serving import Server
+from audioeval.templates import compile_file, make_environment, split_turns, template_view, turn_marker
+from audioeval.types import Message, Request, RequestId, Response, TextPart
 
 log = logging.getLogger("audioeval")
 ROLE_KEYS = {"template", "verdict", "swap", "when", "max_tokens"}
@@ -54,7 +63,7 @@ def load_roles(task: Any) -> list[JudgeRole]:
     where = str(task.config.path)
     if not isinstance(roles_raw, dict) or not roles_raw:
         raise ConfigError(f"{where}: `judge` needs `roles:` mapping role names to {{template, verdict}}.")
-    env = make_environment([task.config.directory])
+    env = make_environment([task.config.dir_of("judge"), task.config.directory])
     roles = []
     for name, role in roles_raw.items():
         if not isinstance(role, dict) or "template" not in role or "verdict" not in role:
@@ -66,7 +75,7 @@ def load_roles(task: Any) -> list[JudgeRole]:
             )
         if role["verdict"] not in READERS:
             raise ConfigError(f"{where}: judge role {name!r}: verdict must be one of {sorted(READERS)}.")
-        path = (task.config.directory / role["template"]).resolve()
+        path = (task.config.dir_of("judge") / role["template"]).resolve()
         if not path.is_file():
             raise ConfigError(f"{where}: judge role {name!r}: template {path} does not exist.")
         when = env.compile_expression(role["when"]) if role.get("when") else None
@@ -99,9 +108,10 @@ class JudgePanel:
     def __init__(self, judges: list[Judge], roles_by_task: dict[str, list[JudgeRole]]) -> None:
         self.judges = judges
         self.roles_by_task = roles_by_task
-        self.cache: Any = None
+        self.servers: dict[str, Server] = {}  # judge id -> its serving path (set by attach_cache)
         self.failed_verdicts: dict[str, int] = {}  # (sample, role) verdicts that failed, per judge
-        self.requests_sent: dict[str, int] = {}  # judge requests sent (identical ones once; cache hits not)
+        self.out_of_range_verdicts: dict[str, int] = {}  # of those, failed by a number outside the scale
+        self.down: dict[str, str] = {}  # judge id -> why its endpoint was declared down
 
     @classmethod
     def create(cls, names: list[str], args: list[dict[str, Any]], tasks: list[Any]) -> JudgePanel:
@@ -126,54 +136,91 @@ class JudgePanel:
             log.warning("--judge given, but none of the selected tasks uses a judge")
         return cls(judges, roles)
 
-    def attach_cache(self, cache: Any) -> None:
-        self.cache = cache
-
-    def describe(self) -> dict[str, Any]:
-        return {
-            j.judge_id: {
-                "identity": j.model.identity,
-                "requests_sent": self.requests_sent.get(j.judge_id, 0),
-                "failed_verdicts": self.failed_verdicts.get(j.judge_id, 0),
-                "sampling": j.sampling,
-            }
+    def attach_cache(self, cache: ResponseStore) -> None:
+        self.servers = {
+            j.judge_id: Server(j.model, cache, kind="judge", identity={"judge": j.model.identity})
             for j in self.judges
         }
+
+    @property
+    def max_in_flight(self) -> int:
+        return sum(j.model.max_in_flight for j in self.judges)
+
+    def busy_now(self) -> float:
+        return sum(j.model.stats.busy_now() for j in self.judges)
+
+    def describe(self) -> dict[str, Any]:
+        out = {}
+        for j in self.judges:
+            stats = j.model.stats
+            out[j.judge_id] = {
+                "identity": j.model.identity,
+                "requests_sent": stats.requests,
+                "failed_verdicts": self.failed_verdicts.get(j.judge_id, 0),
+                "out_of_range_verdicts": self.out_of_range_verdicts.get(j.judge_id, 0),
+                "retries": stats.retries,
+                "http_429": stats.http_429,
+                "http_5xx": stats.http_5xx,
+                "timeouts": stats.timeouts,
+                "sampling": j.sampling,
+            }
+            if j.judge_id in self.down:
+                out[j.judge_id]["endpoint_down"] = self.down[j.judge_id]
+        return out
+
+    async def close_servers(self) -> None:
+        for server in self.servers.values():
+            await server.close()
 
     def close(self) -> None:
         for j in self.judges:
             j.model.close()
 
     # ------------------------------------------------------------------------------------------------------
-    def judge(self, task: Any, requests: list[Request], samples: list[Any]) -> list[dict[str, Any]]:
+    async def judge_sample(self, task: Any, request: Request, sample: Any) -> dict[str, Any]:
+        """`{role: {judge_id: {"value", "values", "raw", "error"}}}` for one sample, every judge asked at once."""
         roles = self.roles_by_task.get(task.name, [])
-        out: list[dict[str, Any]] = [{} for _ in samples]
+        out: dict[str, Any] = {}
         if not roles:
             return out
+        context = template_view(self._context(request, sample))  # clips as opaque handles
+        plan: list[tuple[JudgeRole, bool]] = []  # (role, swapped) of every judge request, in order
+        for role in roles:
+            if self._applies(role, context):
+                plan += [(role, swapped) for swapped in ((False, True) if role.swap else (False,))]
+        if not plan:
+            return out
+        rendered = [self._render(role, {**context, "swapped": swapped}) for role, swapped in plan]
+        asked = []
         for judge in self.judges:
-            # (sample index, role, swapped) for every judge request to make
-            plan: list[tuple[int, JudgeRole, bool]] = []
-            judge_requests: list[Request] = []
-            for i, (request, sample) in enumerate(zip(requests, samples, strict=True)):
-                context = self._context(request, sample)
-                for role in roles:
-                    if not self._applies(role, context):
-                        continue
-                    for swapped in (False, True) if role.swap else (False,):
-                        messages = self._render(role, {**context, "swapped": swapped})
-                        judge_requests.append(
-                            Request(
-                                messages=messages,
-                                gen_kwargs={"max_new_tokens": role.max_tokens, **judge.sampling},
-                                rid=RequestId(
-                                    f"{task.name}:judge:{role.name}", request.rid.shots, request.rid.episode
-                                ),
-                            )
-                        )
-                        plan.append((i, role, swapped))
-            replies = self._replies(judge, judge_requests)
+            judge_requests = [
+                Request(
+                    messages=messages,
+                    gen_kwargs={"max_new_tokens": role.max_tokens, **judge.sampling},
+                    rid=RequestId(f"{task.name}:judge:{role.name}", request.rid.shots, request.rid.episode),
+                )
+                for (role, _swapped), messages in zip(plan, rendered, strict=True)
+            ]
+            asked.append(self._replies(judge, judge_requests))
+        for judge, replies in zip(self.judges, await asyncio.gather(*asked), strict=True):
             self._collect(judge, plan, replies, out)
         return out
+
+    async def _replies(self, judge: Judge, requests: list[Request]) -> list[tuple[str | None, str | None]]:
+        """(reply text, error) per judge request. A judge whose endpoint is down fails the verdicts it owes."""
+        futures = self.servers[judge.judge_id].submit(requests)
+        replies: list[tuple[str | None, str | None]] = []
+        for result in await asyncio.gather(*futures, return_exceptions=True):
+            if isinstance(result, Response):
+                replies.append((result.text, result.error))
+            elif isinstance(result, EndpointDown):
+                if judge.judge_id not in self.down:
+                    log.error("judge %r: %s", judge.judge_id, result)
+                    self.down[judge.judge_id] = str(result)
+                replies.append((None, "judge endpoint down"))
+            else:
+                raise result
+        return replies
 
     @staticmethod
     def _applies(role: JudgeRole, context: dict[str, Any]) -> bool:
@@ -207,68 +254,47 @@ class JudgePanel:
         turns = split_turns(text, str(role.template_path))
         return tuple(Message(role=r, parts=(TextPart(body.strip()),)) for r, body in turns)
 
-    def _replies(self, judge: Judge, requests: list[Request]) -> list[tuple[str | None, str | None]]:
-        """(reply text, error) per judge request; cached replies are reused, new ones cached."""
-        identity = {"judge": judge.model.identity}
-        keys = [r.content_key(identity) for r in requests]
-        hits = self.cache.get_many(keys) if self.cache is not None else {}
-        replies: list[tuple[str | None, str | None]] = [(None, None)] * len(requests)
-        first_of: dict[str, int] = {}  # identical judge requests are sent once
-        for i, key in enumerate(keys):
-            if key in hits:
-                replies[i] = (hits[key][0], None)
-            else:
-                first_of.setdefault(key, i)
-        missing = list(first_of.values())
-        chunk = judge.model.request_chunk_size
-        for start in range(0, len(missing), chunk):
-            batch = missing[start : start + chunk]
-            produced = judge.model.generate([requests[i] for i in batch])
-            self.requests_sent[judge.judge_id] = self.requests_sent.get(judge.judge_id, 0) + len(batch)
-            to_cache = []
-            for i, response in zip(batch, produced, strict=True):
-                replies[i] = (response.text, response.error)
-                if response.ok:
-                    to_cache.append((keys[i], "judge", response.text, {}))
-            if self.cache is not None:
-                self.cache.put_many(to_cache)
-        for i, key in enumerate(keys):
-            if key not in hits and first_of[key] != i:
-                replies[i] = replies[first_of[key]]
-        return replies
-
     def _collect(
         self,
         judge: Judge,
-        plan: list[tuple[int, JudgeRole, bool]],
+        plan: list[tuple[JudgeRole, bool]],
         replies: list[tuple[str | None, str | None]],
-        out: list[dict[str, Any]],
+        out: dict[str, Any],
     ) -> None:
-        grouped: dict[tuple[int, str], list[tuple[JudgeRole, str | None, str | None]]] = {}
-        for (i, role, _swapped), (text, error) in zip(plan, replies, strict=True):
-            grouped.setdefault((i, role.name), []).append((role, text, error))
-        for (i, role_name), items in grouped.items():
+        grouped: dict[str, list[tuple[JudgeRole, str | None, str | None]]] = {}
+        for (role, _swapped), (text, error) in zip(plan, replies, strict=True):
+            grouped.setdefault(role.name, []).append((role, text, error))
+        for role_name, items in grouped.items():
             role = items[0][0]
             reader = READERS[role.verdict]
             values, raws, errors = [], [], []
+            out_of_range = False
             for _role, text, error in items:
                 raws.append(text)
                 value = reader(text) if text is not None else None
                 if error:
                     errors.append(error)
+                elif isinstance(value, OutOfRange):
+                    errors.append(str(value))
+                    out_of_range, value = True, None
                 elif value is None:
                     errors.append("unparsable verdict")
                 values.append(value)
             failed = any(v is None for v in values)
             if failed:
                 self.failed_verdicts[judge.judge_id] = self.failed_verdicts.get(judge.judge_id, 0) + 1
+            if out_of_range:
+                self.out_of_range_verdicts[judge.judge_id] = (
+                    self.out_of_range_verdicts.get(judge.judge_id, 0) + 1
+                )
             if role.verdict == "result_text":
                 value = None if failed else values[0]
             else:
                 value = None if failed else sum(values) / len(values)
-            out[i].setdefault(role_name, {})[judge.judge_id] = {
+            out.setdefault(role_name, {})[judge.judge_id] = {
                 "value": value,
                 "values": values,
                 "raw": raws,
                 "error": "; ".join(errors) or None,
+                "out_of_range": out_of_range,
             }

@@ -1,15 +1,27 @@
-"""Reading a judge's reply. Each reader returns the verdict, or None when the reply has no usable verdict
-(a judge failure: counted and reported, never scored as zero)."""
+"""Reading a judge's reply. Each reader returns the verdict, None when the reply has no usable verdict, or
+an `OutOfRange` when the judge answered with a number outside the scale it was asked for. The last two are
+judge failures: counted and reported, never scored (not as zero, not clamped into the scale)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 _RESULT_YES_NO = re.compile(r"result\s*[:：]\s*\**\s*(yes|no)\b", re.IGNORECASE)
 _NUMBER = re.compile(r"(?<![\w.])(-?\d+(?:\.\d+)?)")
-_RESULT_TEXT = re.compile(r"result\s*[:：][ \t]*(.*)", re.IGNORECASE | re.DOTALL)
+
+
+@dataclass(frozen=True)
+class OutOfRange:
+    """A numeric verdict outside the scale the judge was asked to use (e.g. "15" or "-3" on 0-10)."""
+
+    number: float
+    scale: str
+
+    def __str__(self) -> str:
+        return f"verdict {self.number:g} is outside the scale ({self.scale})"
 
 
 def yes_no(reply: str) -> float | None:
@@ -18,12 +30,25 @@ def yes_no(reply: str) -> float | None:
     return (1.0 if found[-1].lower() == "yes" else 0.0) if found else None
 
 
-def score_0_10(reply: str) -> float | None:
-    """The first number in the reply, clamped to 0-10 (ADU-Bench's rule, with the clamp it lacked)."""
+def _first_number(reply: str) -> float | None:
     match = _NUMBER.search(reply or "")
-    if not match:
+    return float(match.group(1)) if match else None
+
+
+def score_0_10(reply: str) -> float | OutOfRange | None:
+    """The first number in the reply (ADU-Bench's rule), which must lie in 0-10."""
+    number = _first_number(reply)
+    if number is None:
         return None
-    return float(min(10.0, max(0.0, float(match.group(1)))))
+    return number if 0.0 <= number <= 10.0 else OutOfRange(number, "0 to 10")
+
+
+def score_10_or_0(reply: str) -> float | OutOfRange | None:
+    """The first number in the reply, which must be 10 or 0 (ADU-Bench's correctness judge)."""
+    number = _first_number(reply)
+    if number is None:
+        return None
+    return number if number in (0.0, 10.0) else OutOfRange(number, "10 or 0")
 
 
 def result_text(reply: str) -> str | None:
@@ -37,5 +62,6 @@ def result_text(reply: str) -> str | None:
 READERS: dict[str, Callable[[str], Any]] = {
     "yes_no": yes_no,
     "score_0_10": score_0_10,
+    "score_10_or_0": score_10_or_0,
     "result_text": result_text,
 }

@@ -1,12 +1,24 @@
-"""The model interface: `generate(requests) -> responses`, batched, registered by name."""
+"""The model interface, registered by name. A backend says how it takes work:
+
+- in batches (`Model`): `generate(requests) -> responses`; the serving path hands it length-sorted lists of
+  `request_chunk_size` requests, one call at a time, from a worker thread;
+- as a stream (`StreamingModel`, API endpoints): `await generate_one(request)`; the serving path sends each
+  request the moment it is rendered and the backend keeps its own bounded number in flight.
+
+Either way `stats` holds what the backend was asked and how it answered (results.json, per endpoint).
+"""
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
-from audioeval.errors import ModelError, unknown_name_message
+from audioeval.endpoint_stats import EndpointStats
+from audioeval.errors import ModelError, UsageError, unknown_name_message
+from audioeval.kvargs import annotation_kind, check_declared, kind_error
+from audioeval.models.generation import LOCAL_GEN_KWARGS
 from audioeval.types import Request, Response
 
 
@@ -16,6 +28,15 @@ class Model(ABC):
     name: ClassVar[str] = ""
     #: True when the backend needs the task's label space (e.g. `chance`).
     needs_choices: ClassVar[bool] = False
+    #: True for backends that take requests one at a time, concurrently (StreamingModel).
+    streams: ClassVar[bool] = False
+    #: --model_args that must be given although __init__ defaults them to None (e.g. `pretrained`)
+    required_args: ClassVar[tuple[str, ...]] = ()
+    #: smallest allowed value of numeric --model_args, e.g. {"num_concurrent": 1}
+    arg_minimums: ClassVar[dict[str, float]] = {}
+    #: generation settings (a task's generation_kwargs merged with --gen_kwargs) this backend understands, each
+    #: with the kind of value it takes (kvargs.kind_error); by default what every local backend reads
+    gen_kwargs_spec: ClassVar[dict[str, str]] = LOCAL_GEN_KWARGS
 
     def __init__(self, *, batch_size: int = 1, seed: int = 0, **_: Any) -> None:
         self.batch_size = max(1, int(batch_size))
@@ -59,8 +80,27 @@ class Model(ABC):
 
     @property
     def request_chunk_size(self) -> int:
-        """How many requests the evaluator hands to one generate() call (API backends raise this)."""
+        """How many requests the serving path hands to one generate() call."""
         return self.batch_size
+
+    @property
+    def batch_window(self) -> int:
+        """A batch backend's requests are cut into windows of this many, each sorted longest first and handed
+        over in chunks of request_chunk_size; what is batched with what depends only on the request order."""
+        return 4 * self.request_chunk_size
+
+    @property
+    def max_in_flight(self) -> int:
+        """The most requests this backend works on at once (a streaming backend's concurrency ceiling)."""
+        return self.request_chunk_size
+
+    @property
+    def stats(self) -> EndpointStats:
+        """Requests, retries, latencies, ... of this backend over the run (created on first use)."""
+        stats = self.__dict__.get("_stats")
+        if stats is None:
+            stats = self.__dict__["_stats"] = EndpointStats()
+        return stats
 
     def prepare(self, tasks: list[Any]) -> None:  # noqa: B027 - optional hook
         """Called once with the prepared tasks after the model is created and before evaluation starts (e.g. to
@@ -73,24 +113,83 @@ class Model(ABC):
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources (servers, GPU memory)."""
 
+    async def aclose(self) -> None:  # noqa: B027 - optional hook
+        """Release what belongs to the running event loop (connection pools); called as each task ends."""
+
     @classmethod
     def check_args(cls, model_args: dict[str, Any]) -> None:
-        """Raise ModelError for --model_args this backend does not take. The default reads the keyword
-        arguments of __init__; composite backends (e.g. `cascade`) override it to check each stage's."""
+        """Raise ModelError for --model_args this backend does not take, lacks, or gets with a value of the
+        wrong kind. The default reads the keyword arguments of __init__ (names, defaults, annotations) and the
+        class's `required_args` and `arg_minimums`; composite backends (e.g. `cascade`) override it to check
+        each stage's. Runs before any task is prepared."""
         check_init_args(cls, model_args)
+
+    @classmethod
+    def code_modules(cls, model_args: dict[str, Any]) -> list[str]:
+        """The modules this backend runs, whose imports preflight checks are installed (requirements.py)."""
+        return [cls.__module__]
+
+    @classmethod
+    def check_gen_kwargs(cls, gen_kwargs: dict[str, Any], source: str, model_args: dict[str, Any]) -> None:
+        """Raise UsageError for generation settings this backend does not declare (close matches listed) or whose
+        value is of the wrong kind; `source` names where they come from (--gen_kwargs, a task file)."""
+        check_declared(gen_kwargs, cls.gen_kwargs_spec, f"{source}: model {cls.name!r}", UsageError)
 
 
 def check_model_args(cls: type[Model], model_args: dict[str, Any]) -> None:
-    """Unknown --model_args keys are an error listing the close matches."""
+    """Unknown, missing or ill-typed --model_args are an error listing the close matches."""
     cls.check_args(model_args)
 
 
-def check_init_args(cls: type[Model], model_args: dict[str, Any]) -> None:
+def init_args(cls: type[Model]) -> dict[str, inspect.Parameter]:
+    """The --model_args a backend's __init__ takes."""
     kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
     params = inspect.signature(cls.__init__).parameters
-    accepted = {n for n, p in params.items() if n != "self" and p.kind in kinds} - {"batch_size", "seed"}
+    return {n: p for n, p in params.items() if p.kind in kinds and n not in ("self", "batch_size", "seed")}
+
+
+def check_init_args(cls: type[Model], model_args: dict[str, Any]) -> None:
+    accepted = init_args(cls)
     for key in model_args:
         if key not in accepted:
             raise ModelError(
                 "--model_args: " + unknown_name_message(f"argument for model {cls.name!r}", key, accepted)
             )
+
+    required = [n for n, p in accepted.items() if p.default is inspect.Parameter.empty]
+    for key in [*required, *cls.required_args]:
+        if model_args.get(key) is None:
+            raise ModelError(f"--model {cls.name} needs --model_args {key}=...: it has no default.")
+    for key, value in model_args.items():
+        kind = annotation_kind(accepted[key].annotation)
+        if kind is None:
+            continue
+        if key in cls.arg_minimums:
+            kind += f">={cls.arg_minimums[key]}"
+        problem = kind_error(value, kind)
+        if problem:
+            raise ModelError(f"--model_args {key}={value}: model {cls.name!r} {problem}.")
+
+
+class StreamingModel(Model):
+    """A backend that takes one request at a time and keeps several in flight (API endpoints)."""
+
+    streams: ClassVar[bool] = True
+    batch_window = 1  # every request is handed over the moment it is rendered
+
+    @abstractmethod
+    async def generate_one(self, request: Request) -> Response:
+        """The response to one request (Response(error=...) when the backend gave up on it)."""
+
+    def generate(self, requests: list[Request]) -> list[Response]:
+        """All at once, in order: for callers outside the evaluator (cascade stages, scripts)."""
+        if not requests:
+            return []
+
+        async def run() -> list[Response]:
+            try:
+                return list(await asyncio.gather(*(self.generate_one(r) for r in requests)))
+            finally:
+                await self.aclose()
+
+        return asyncio.run(run())

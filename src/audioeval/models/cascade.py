@@ -102,6 +102,22 @@ class CascadeModel(Model):
                     f"--model cascade, {stage} stage {name!r} (its arguments are given as {prefix}KEY=VALUE): {err}"
                 ) from err
 
+    @classmethod
+    def code_modules(cls, model_args: dict[str, Any]) -> list[str]:
+        from audioeval.models import get_model_class
+
+        asr, asr_args, llm, llm_args = split_args(model_args)
+        stages = [get_model_class(asr).code_modules(asr_args), get_model_class(llm).code_modules(llm_args)]
+        return [cls.__module__, *stages[0], *stages[1]]
+
+    @classmethod
+    def check_gen_kwargs(cls, gen_kwargs: dict[str, Any], source: str, model_args: dict[str, Any]) -> None:
+        """Generation settings go to the text stage, so they are its to declare."""
+        from audioeval.models import get_model_class
+
+        _asr, _asr_args, llm, llm_args = split_args(model_args)
+        get_model_class(llm).check_gen_kwargs(gen_kwargs, source, llm_args)
+
     @property
     def identity(self) -> dict[str, Any]:
         return {

@@ -10,16 +10,20 @@ from typing import Any
 from audioeval.errors import ModelError
 
 _ALIASES = {"max_gen_toks": "max_new_tokens", "max_tokens": "max_new_tokens", "stop": "until"}
-_KNOWN = (
-    "max_new_tokens",
-    "do_sample",
-    "temperature",
-    "top_p",
-    "top_k",
-    "until",
-    "num_beams",
-    "repetition_penalty",
-)
+# setting -> kind of value (kvargs.kind_error)
+_KINDS = {
+    "max_new_tokens": "int>=1",
+    "do_sample": "bool",
+    "temperature": "float?>=0",
+    "top_p": "float?>=0",
+    "top_k": "int?>=0",
+    "until": "str|list",
+    "num_beams": "int>=1",
+    "repetition_penalty": "float?>=0",
+}
+_KNOWN = tuple(_KINDS)
+#: what every local backend (and every baseline, which ignores them) accepts, aliases included
+LOCAL_GEN_KWARGS = {**_KINDS, **{alias: _KINDS[name] for alias, name in _ALIASES.items()}}
 
 
 @dataclass(frozen=True)

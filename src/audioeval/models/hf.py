@@ -51,6 +51,8 @@ class _Prepared:
 
 class HFModel(Model):
     name = "hf"
+    required_args = ("pretrained",)
+    arg_minimums = {"max_new_tokens": 1}
 
     def __init__(
         self,

@@ -111,7 +111,7 @@ class ShortcutModel(Model):
             config.builder,
             config.builder_config,
             {**config.builder_kwargs, "seed": seed},
-            base_dir=config.directory,
+            base_dir=config.dir_of("builder"),
             source=str(config.path),
         )
         stats = TaskStatistics()

@@ -24,7 +24,7 @@ from audioeval.types import Request, Response
 
 log = logging.getLogger("audioeval")
 
-MIN_CHUNK = 128  # requests handed to one LLM.generate call; vLLM schedules them itself
+MIN_CHUNK = 512  # requests handed to one LLM.generate call; vLLM batches them continuously itself
 
 
 def import_vllm() -> Any:
@@ -55,6 +55,8 @@ def max_clips_per_request(tasks: list[Any]) -> int:
 
 class VLLMModel(Model):
     name = "vllm"
+    required_args = ("pretrained",)
+    arg_minimums = {"max_new_tokens": 1}
 
     def __init__(
         self,
@@ -127,6 +129,10 @@ class VLLMModel(Model):
     @property
     def request_chunk_size(self) -> int:
         return max(self.batch_size, MIN_CHUNK)
+
+    @property
+    def batch_window(self) -> int:
+        return self.request_chunk_size  # a whole window in one call: no chunk boundaries inside it
 
     def prepare(self, tasks: list[Any]) -> None:
         """Size the engine for the tasks about to run, then start it."""

@@ -7,6 +7,7 @@ from typing import Any
 from audioeval.alice import constraints as C
 from audioeval.alice.checkers import as_text
 from audioeval.alice.extract import extract_answer
+from audioeval.alice.upstream import extract_answer_upstream, scoring_mode
 from audioeval.parsers import register
 
 
@@ -14,7 +15,8 @@ from audioeval.parsers import register
 def alice_answer(response: Any, sample_info: dict[str, Any] | None = None) -> str | None:
     """The answer in a response: for closed-ended items the constraint's format undone (JSON value, quotes,
     title brackets, repeated phrase, end phrase); for chain-of-thought items the whole response (the judge
-    reads it). None (a parse failure) when nothing is left."""
+    reads it). None (a parse failure) when nothing is left. With the task parameter `scoring=upstream`, the
+    format is undone exactly as upstream's evaluation script does (audioeval.alice.upstream)."""
     text = as_text(response)
     if not text.strip():
         return None
@@ -22,4 +24,6 @@ def alice_answer(response: Any, sample_info: dict[str, Any] | None = None) -> st
     instruction_id = meta.get("instruction_id")
     if meta.get("category") != "ceq" or instruction_id not in C.CEQ_IDS:
         return text.strip()
+    if scoring_mode(sample_info) == "upstream":
+        return extract_answer_upstream(text, instruction_id, meta.get("kwargs")) or None
     return extract_answer(text, instruction_id, meta.get("kwargs"), str(meta.get("task"))) or None

@@ -4,8 +4,9 @@ figures shaped like its Figures 2 (CEQ) and 3 (CoT).
 Table 2: format compliance rate (FCR, %, strict) per stage and shot setting — zero-shot (k=0, stage 1 only),
 one-shot (k=1) and few-shot (per item, the mean over every evaluated k >= 1) — for Task Group A
 (ASR/SER/GR/MMAU, stages 1-2) and Task Group B (ASR/SER/GR, stages 1-3). Items of both constraint
-categories are pooled, as in the paper (CoT items count when the judge gave a verdict). The ± value is half
-the width of a 95% percentile bootstrap interval over items.
+categories are pooled, as in the paper (CoT items count when the judge gave a verdict; each cell says which
+categories it holds, and tasks that ran without any score are named). The ± value is half the width of a
+95% percentile bootstrap interval over items.
 
 Files written to the run folder: alice_report.md, alice_fcr.json, alice_task_performance_ceq.png,
 alice_task_performance_cot.png.
@@ -49,6 +50,10 @@ def _alice_tasks(ctx: ReportContext) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
+def _in_setting(k: int, setting: str) -> bool:
+    return k == 0 if setting == "zero-shot" else (k == 1 if setting == "one-shot" else k >= 1)
+
+
 def item_values(rows: list[Any], metric: str, setting: str) -> list[float]:
     """One value per item (episode): its score at k=0, at k=1, or its mean over k >= 1."""
     per_item: dict[int, dict[int, float]] = defaultdict(dict)
@@ -59,14 +64,9 @@ def item_values(rows: list[Any], metric: str, setting: str) -> list[float]:
         per_item[row.episode][row.k] = float(value)
     out = []
     for by_k in per_item.values():
-        if setting == "zero-shot" and 0 in by_k:
-            out.append(by_k[0])
-        elif setting == "one-shot" and 1 in by_k:
-            out.append(by_k[1])
-        elif setting == "few-shot":
-            shots = [v for k, v in by_k.items() if k >= 1]
-            if shots:
-                out.append(float(np.mean(shots)))
+        shots = [v for k, v in by_k.items() if _in_setting(k, setting)]
+        if shots:
+            out.append(float(np.mean(shots)))
     return out
 
 
@@ -76,7 +76,7 @@ def bootstrap_mean(values: list[float], n_resamples: int, seed: int) -> dict[str
         return {"value": None, "ci95": [None, None], "n": 0}
     column = {"x": np.asarray(values, dtype=np.float64)}
     s = summarize(column, Aggregation("mean", ("x",)), n_resamples, seed, keep_distribution=False)
-    return {"value": s.value, "ci95": s.ci95, "n": s.n}
+    return {"value": s.value, "ci95": s.ci95 if s.has_ci else [None, None], "n": s.n}
 
 
 def fcr_cells(ctx: ReportContext, metric: str = "format_strict") -> list[dict[str, Any]]:
@@ -88,16 +88,29 @@ def fcr_cells(ctx: ReportContext, metric: str = "format_strict") -> list[dict[st
         members = GROUP_A if group == "A" else GROUP_B
         for stage in stages:
             values: list[float] = []
-            included = []
+            included, unscored, categories = [], [], set()
             for name, info in tasks:
                 if info.get("stage") != stage or info.get("task") not in members:
                     continue
                 got = item_values(ctx.rows[name], metric, setting)
                 if got:
                     included.append(name)
+                    categories.add(info.get("category"))
+                elif any(_in_setting(row.k, setting) for row in ctx.rows[name]):
+                    unscored.append(name)  # run for this setting, but no item has a score
                 values.extend(got)
             summary = bootstrap_mean(values, resamples, stable_seed(seed, "alice-fcr", group, setting, stage))
-            cells.append({"group": group, "setting": setting, "stage": stage, "tasks": included, **summary})
+            cells.append(
+                {
+                    "group": group,
+                    "setting": setting,
+                    "stage": stage,
+                    "tasks": included,
+                    "categories": [CATEGORY_NAMES[c] for c in CATEGORY_NAMES if c in categories],
+                    "unscored_tasks": unscored,
+                    **summary,
+                }
+            )
     return cells
 
 
@@ -105,8 +118,9 @@ def _pct(cell: dict[str, Any]) -> str:
     if cell["value"] is None:
         return "—"
     lo, hi = cell["ci95"]
-    half = (hi - lo) / 2 * 100 if lo is not None and hi is not None else 0.0
-    return f"{cell['value'] * 100:.2f} ± {half:.2f}"
+    if lo is None or hi is None:  # one item or no bootstrap: no interval was measured
+        return f"{cell['value'] * 100:.2f}"
+    return f"{cell['value'] * 100:.2f} ± {(hi - lo) / 2 * 100:.2f}"
 
 
 def table2_markdown(cells: list[dict[str, Any]], model: str) -> str:
@@ -116,7 +130,22 @@ def table2_markdown(cells: list[dict[str, Any]], model: str) -> str:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines.append("| " + " | ".join([model] + [_pct(c) for c in cells]) + " |")
     lines.append("| n (items) | " + " | ".join(str(c["n"]) for c in cells) + " |")
+    lines.append("| items scored | " + " | ".join("+".join(c["categories"]) or "—" for c in cells) + " |")
     return "\n".join(lines)
+
+
+def table2_notes(cells: list[dict[str, Any]]) -> str:
+    """What the table's cells hold: which constraint categories were pooled, and which tasks that ran have no
+    scores in it (chain-of-thought tasks without judge verdicts)."""
+    pooled = {tuple(c["categories"]) for c in cells if c["categories"]}
+    if pooled == {("CEQ", "CoT")}:
+        text = "CEQ and CoT items are pooled."
+    else:
+        text = "Each cell pools the items of the categories in its `items scored` row."
+    unscored = sorted({t for c in cells for t in c["unscored_tasks"]})
+    if unscored:
+        text += " Not in the table (run, but no item has a score): " + ", ".join(unscored) + "."
+    return text
 
 
 def _model_label(results: dict[str, Any]) -> str:
@@ -296,7 +325,7 @@ def write_report(ctx: ReportContext) -> list[Path]:
         "## Format compliance rate (FCR, %) with 95% CIs",
         "",
         "Task Group A: ASR/SER/GR/MMAU; Task Group B: ASR/SER/GR. Few-shot is each item's mean over the "
-        "evaluated k ≥ 1. CEQ and CoT items are pooled; ± is half the width of a 95% bootstrap interval over items.",
+        "evaluated k ≥ 1; ± is half the width of a 95% bootstrap interval over items. " + table2_notes(cells),
         "",
         table2_markdown(cells, model),
         "",

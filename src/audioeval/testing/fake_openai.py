@@ -1,14 +1,22 @@
 """A local OpenAI-compatible Chat Completions server for tests and benchmarks.
 
-It listens on 127.0.0.1 only, answers `POST /v1/chat/completions` after an optional fixed delay, and can be
-told to misbehave: rate-limit (429 with Retry-After), fail (500), hang past the client's timeout, or return
-prose. Replies come from a `reply(request_json) -> str` function, so tests get deterministic verdicts.
+It listens on 127.0.0.1 only, answers `POST /v1/chat/completions` after a delay (fixed, or spread over a
+range per request: `latency=(0.2, 1.0)` gives each prompt its own delay, the same on every run), and can be
+told to misbehave: rate-limit (429 with Retry-After), fail (500, 503, ...), hang past the client's timeout,
+drop the connection, or return prose. Replies come from a `reply(request_json) -> str` function, so tests get
+deterministic verdicts. `timings` records (arrival, reply, delay) per answered request, for measuring
+throughput at the server. Like OpenAI, it answers 400 when a request for a reasoning model (o1, o3, o4-mini,
+gpt-5...) carries `max_tokens`, `top_p` or a temperature other than the default 1.
+
+    python -m audioeval.testing.fake_openai --latency 0.2,1.0   # a server for benches, in its own process
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -26,6 +34,7 @@ class Fault:
     match: str = ""
     retry_after: float | None = 0.05
     hang_seconds: float = 5.0
+    after: int = 0  # the fault starts once the server has answered this many requests normally
 
 
 def prompt_text(body: dict[str, Any]) -> str:
@@ -44,24 +53,78 @@ def prompt_text(body: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
+def is_openai_reasoning_model(model: str) -> bool:
+    return model.split("/")[-1].lower().startswith(("o1", "o3", "o4", "gpt-5"))
+
+
+def reasoning_model_refusal(body: dict[str, Any]) -> dict[str, Any] | None:
+    """OpenAI's 400 error for a field a reasoning model does not take, or None when the request is acceptable."""
+    if not is_openai_reasoning_model(str(body.get("model", ""))):
+        return None
+    if "max_tokens" in body:
+        return {
+            "message": "Unsupported parameter: 'max_tokens' is not supported with this model. "
+            "Use 'max_completion_tokens' instead.",
+            "type": "invalid_request_error",
+            "param": "max_tokens",
+            "code": "unsupported_parameter",
+        }
+    if "top_p" in body:
+        return {
+            "message": "Unsupported parameter: 'top_p' is not supported with this model.",
+            "type": "invalid_request_error",
+            "param": "top_p",
+            "code": "unsupported_parameter",
+        }
+    if "temperature" in body and body["temperature"] != 1:
+        return {
+            "message": f"Unsupported value: 'temperature' does not support {body['temperature']} with this "
+            "model. Only the default (1) value is supported.",
+            "type": "invalid_request_error",
+            "param": "temperature",
+            "code": "unsupported_value",
+        }
+    return None
+
+
 def echo_reply(body: dict[str, Any]) -> str:
     digest = hashlib.sha256(prompt_text(body).encode()).hexdigest()
     return f"reply {digest[:8]}"
+
+
+def spread_delay(text: str, low: float, high: float) -> float:
+    """A delay in [low, high] drawn from the prompt's hash: the same prompt waits as long on every run."""
+    u = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") / 2**64
+    return low + (high - low) * u
+
+
+class _Listener(ThreadingHTTPServer):
+    request_queue_size = 1024  # a burst of new connections must not overflow the listen backlog
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):  # a client that hung up (cancelled) is normal
+            super().handle_error(request, client_address)
 
 
 @dataclass
 class FakeOpenAIServer:
     reply: Callable[[dict[str, Any]], str] = echo_reply
     delay: float = 0.0
+    latency: tuple[float, float] | None = None  # per-request delay spread over [low, high] (replaces delay)
     faults: list[Fault] = field(default_factory=list)
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers_seen: list[dict[str, str]] = field(default_factory=list)
+    keep_requests: bool = True  # False for benches: bodies with audio are large
+    parse_bodies: bool = True  # False for benches: skip parsing (a remote server's CPU is not the client's);
+    # the delay and the default reply then come from a hash of the raw body, and faults do not apply
     port: int = 0  # 0: any free port; a fixed port keeps base_url (part of the cache identity) stable
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
         self.in_flight = 0
         self.max_in_flight = 0  # the most requests the server was handling at once
+        self.timings: list[tuple[float, float, float]] = []  # (arrival, reply, delay) per answered request
         self._fault_counts: list[int] = [0] * len(self.faults)
         server = self
 
@@ -72,12 +135,16 @@ class FakeOpenAIServer:
                 return None
 
             def do_POST(self) -> None:  # noqa: N802 - http.server naming
+                arrival = time.perf_counter()
                 length = int(self.headers.get("Content-Length") or 0)
-                body = json.loads(self.rfile.read(length) or b"{}")
-                server._handle(self, body)
+                raw = self.rfile.read(length) or b"{}"
+                if server.parse_bodies:
+                    body = json.loads(raw)
+                else:
+                    body = {"raw_sha256": hashlib.sha256(raw).hexdigest()}
+                server._handle(self, body, arrival)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        self.httpd.daemon_threads = True
+        self.httpd = _Listener(("127.0.0.1", self.port), Handler)
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     @property
@@ -95,26 +162,33 @@ class FakeOpenAIServer:
     def _active_fault(self, text: str) -> Fault | None:
         with self._lock:
             for i, fault in enumerate(self.faults):
+                if len(self.timings) < fault.after:
+                    continue
                 if fault.match in text and self._fault_counts[i] < fault.times:
                     self._fault_counts[i] += 1
                     return fault
         return None
 
-    def _handle(self, handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
+    def _handle(self, handler: BaseHTTPRequestHandler, body: dict[str, Any], arrival: float) -> None:
         with self._lock:
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
-            self._answer(handler, body)
+            self._answer(handler, body, arrival)
         finally:
             with self._lock:
                 self.in_flight -= 1
 
-    def _answer(self, handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
+    def _answer(self, handler: BaseHTTPRequestHandler, body: dict[str, Any], arrival: float) -> None:
         with self._lock:
-            self.requests.append(body)
-            self.headers_seen.append({k.lower(): v for k, v in handler.headers.items()})
-        text = prompt_text(body)
+            if self.keep_requests:
+                self.requests.append(body)
+                self.headers_seen.append({k.lower(): v for k, v in handler.headers.items()})
+        refusal = reasoning_model_refusal(body)
+        if refusal is not None:
+            self._send(handler, 400, {"error": refusal}, {})
+            return
+        text = prompt_text(body) if self.parse_bodies else body["raw_sha256"]
         fault = self._active_fault(text)
         if fault is not None:
             if fault.kind == "hang":
@@ -129,8 +203,9 @@ class FakeOpenAIServer:
                     handler, status, {"error": {"message": f"injected {status}", "type": "test"}}, headers
                 )
                 return
-        if self.delay:
-            time.sleep(self.delay)
+        delay = spread_delay(text, *self.latency) if self.latency else self.delay
+        if delay:
+            time.sleep(delay)
         content = self.reply(body)
         payload = {
             "id": "chatcmpl-test",
@@ -143,6 +218,8 @@ class FakeOpenAIServer:
             "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
         }
         self._send(handler, 200, payload, {})
+        with self._lock:
+            self.timings.append((arrival, time.perf_counter(), delay))
 
     @staticmethod
     def _send(
@@ -159,3 +236,50 @@ class FakeOpenAIServer:
             handler.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):
             pass
+
+
+def throughput(timings: list[tuple[float, float, float]], concurrency: int) -> dict[str, float]:
+    """Achieved and ideal throughput over the answered requests: achieved = requests / (last reply - first
+    arrival); ideal = concurrency / mean delay (every slot busy all the time)."""
+    n = len(timings)
+    span = max(t[1] for t in timings) - min(t[0] for t in timings)
+    mean_delay = sum(t[2] for t in timings) / n
+    achieved, ideal = n / span, concurrency / mean_delay
+    return {
+        "requests": n,
+        "span_s": round(span, 3),
+        "mean_delay_s": round(mean_delay, 4),
+        "achieved_per_s": round(achieved, 3),
+        "ideal_per_s": round(ideal, 3),
+        "ratio": round(achieved / ideal, 4),
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve until stdin closes. Each line `timings` on stdin prints the (arrival, reply, delay) triples
+    recorded since the last such line as JSON and forgets them."""
+    parser = argparse.ArgumentParser(prog="python -m audioeval.testing.fake_openai", description=main.__doc__)
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--latency", default="0.2,1.0", help="low,high seconds (default 0.2,1.0)")
+    parser.add_argument(
+        "--reply", help="answer every request with this text (default: a hash of the request body)"
+    )
+    args = parser.parse_args(argv)
+    low, high = (float(x) for x in args.latency.split(","))
+    if args.reply is None:
+        reply = lambda body: f"reply {body['raw_sha256'][:8]}"  # noqa: E731
+    else:
+        reply = lambda body: args.reply  # noqa: E731
+    with FakeOpenAIServer(
+        reply=reply, latency=(low, high), keep_requests=False, parse_bodies=False, port=args.port
+    ) as server:
+        print(json.dumps({"base_url": server.base_url}), flush=True)
+        for line in sys.stdin:
+            if line.strip() == "timings":
+                with server._lock:
+                    taken, server.timings = server.timings, []
+                print(json.dumps(taken), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,229 @@
+"""The overview page of a run: the tables and plots its reports wrote, the results with their CIs, failures,
+settings, timing and versions. Rendered on the server side into an HTML fragment (Jinja, autoescaped)."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+from markdown_it import MarkdownIt
+from markupsafe import Markup
+
+from audioeval import __version__
+from audioeval.viewer.run_folder import RunFolder
+
+FileLink = Callable[[str], str]  # report file name -> the URL the page uses for it
+_AGGREGATE_SUFFIXES = ("_stderr", "_ci95", "_missing")
+_FIGURE_SUFFIXES = (".png", ".svg", ".jpg", ".jpeg")
+
+
+@cache
+def environment() -> Environment:
+    env = Environment(
+        loader=PackageLoader("audioeval.viewer", "templates"),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["num"] = format_number
+    return env
+
+
+def format_number(value: Any, digits: int = 4) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def render_markdown(text: str, file_link: FileLink) -> Markup:
+    """A report's markdown as HTML: raw HTML in it is escaped, images point at the served report files."""
+    md = MarkdownIt("commonmark", {"html": False}).enable("table")
+    tokens = md.parse(text)
+    for token in tokens:
+        for child in token.children or []:
+            if child.type == "image":
+                src = str(child.attrGet("src") or "")
+                if src and "/" not in src and ":" not in src:
+                    child.attrSet("src", file_link(src))
+    html = md.renderer.render(tokens, md.options, {})
+    html = html.replace("<table>", '<div class="table-wrap"><table>').replace("</table>", "</table></div>")
+    return Markup(html)
+
+
+def _stem(name: str) -> str:
+    return re.split(r"[_.\-]", name, maxsplit=1)[0]
+
+
+def report_sections(run: RunFolder, file_link: FileLink) -> list[dict[str, Any]]:
+    """One section per markdown report, holding the other files written under the same name prefix (its
+    figures and data); files that belong to no markdown report get a section of their own."""
+    files = run.report_files()
+    sections: list[dict[str, Any]] = []
+    claimed: set[Path] = set()
+    for md in (f for f in files if f.suffix == ".md"):
+        text = md.read_text(encoding="utf-8", errors="replace")
+        title = next((ln.lstrip("# ").strip() for ln in text.splitlines() if ln.startswith("# ")), md.stem)
+        body = "\n".join(ln for ln in text.splitlines() if ln.strip() != f"# {title}")
+        inline = set(re.findall(r"!\[[^\]]*\]\(([^)\s]+)", text))
+        related = [f for f in files if f != md and _stem(f.name) == _stem(md.name)]
+        claimed.update([md, *related])
+        sections.append(_section(title, render_markdown(body, file_link), md, related, inline, file_link))
+    rest = [f for f in files if f not in claimed]
+    if rest:
+        sections.append(_section("Other report files", None, None, rest, set(), file_link))
+    return sections
+
+
+def _section(
+    title: str, html: Markup | None, md: Path | None, related: list[Path], inline: set[str], link: FileLink
+) -> dict[str, Any]:
+    figures = [f for f in related if f.suffix.lower() in _FIGURE_SUFFIXES and f.name not in inline]
+    downloads = ([md] if md else []) + [f for f in related if f.suffix.lower() not in _FIGURE_SUFFIXES]
+    return {
+        "title": title,
+        "html": html,
+        "figures": [{"name": f.name, "url": link(f.name)} for f in figures],
+        "downloads": [{"name": f.name, "url": link(f.name)} for f in downloads],
+    }
+
+
+def metric_names(per_k: dict[str, Any]) -> list[str]:
+    names: list[str] = []
+    for metrics in per_k.values():
+        for name, value in metrics.items():
+            if name.endswith(_AGGREGATE_SUFFIXES) or name in ("n", "errors") or name in names:
+                continue
+            if isinstance(value, int | float) and not isinstance(value, bool) or value is None:
+                names.append(name)
+    return names
+
+
+def shot_of(key: str) -> int:
+    head = str(key).split("-")[0]
+    return int(head) if head.isdigit() else -1
+
+
+def results_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """The results with their standard errors and 95% CIs, one row per (task or group, k, metric)."""
+    rows = []
+    for kind, block in (("task", results.get("results") or {}), ("group", results.get("groups") or {})):
+        for name, per_k in block.items():
+            first = True
+            for key in sorted(per_k, key=shot_of):
+                metrics = per_k[key]
+                for metric in metric_names({key: metrics}):
+                    ci = metrics.get(f"{metric}_ci95") or [None, None]
+                    n = metrics.get("n")
+                    rows.append(
+                        {
+                            "kind": kind,
+                            "name": name,
+                            "first": first,
+                            "k": shot_of(key),
+                            "metric": metric,
+                            "value": metrics.get(metric),
+                            "stderr": metrics.get(f"{metric}_stderr"),
+                            "ci": ci if isinstance(ci, list) and len(ci) == 2 else [None, None],
+                            "n": None if n is None else n - (metrics.get(f"{metric}_missing") or 0),
+                        }
+                    )
+                    first = False
+    return rows
+
+
+def failures(run: RunFolder) -> dict[str, Any]:
+    """Model errors, parse failures and judge failures per task, with the messages the samples logged.
+    Error counts come from results.json's timing block, so they are there for runs without sample logs."""
+    counted = {
+        task: {"task": task, "samples": 0, "errors": 0, "parse_failures": 0, "judged": 0, "judge_failures": 0}
+        for task in run.tasks
+    }
+    messages: dict[tuple[str, str], dict[str, Any]] = {}
+    judge_failures: list[dict[str, Any]] = []
+    for s in run.summaries:
+        row = counted[s["task"]]
+        row["samples"] += 1
+        row["errors"] += int(s["error"])
+        row["parse_failures"] += int(s["parse_failure"])
+        row["judged"] += int(s["judged"])
+        row["judge_failures"] += int(s["judge_failure"])
+        if s["error"]:
+            text = s["error_message"] or "no response"
+            entry = messages.setdefault(
+                (s["task"], text), {"task": s["task"], "message": text, "count": 0, "first": s["id"]}
+            )
+            entry["count"] += 1
+        judge_failures.extend({"id": s["id"], "message": error} for error in s["judge_errors"])
+    timing = ((run.results or {}).get("timing") or {}).get("tasks") or {}
+    for task, row in counted.items():
+        if not run.has_samples:
+            row.update(samples=None, parse_failures=None, judged=None, judge_failures=None)
+            row["errors"] = (timing.get(task) or {}).get("errors")
+    judges = {k: v for k, v in ((run.results or {}).get("judges") or {}).items() if isinstance(v, dict)}
+    return {
+        "per_task": list(counted.values()),
+        "messages": list(messages.values()),
+        "judge_failures": judge_failures,
+        "judges": judges,
+    }
+
+
+def settings(run: RunFolder) -> list[dict[str, Any]]:
+    out = []
+    for task, block in ((run.results or {}).get("configs") or {}).items():
+        config = block.get("config") or {}
+        out.append(
+            {
+                "task": task,
+                "version": block.get("version"),
+                "hash": str(block.get("hash") or "")[:12],
+                "shots": block.get("shots"),
+                "n_episodes": block.get("n_episodes"),
+                "builder": config.get("builder"),
+                "builder_config": config.get("builder_config"),
+                "parameters": config.get("parameters") or {},
+                "generation_kwargs": config.get("generation_kwargs") or {},
+                "templates": sorted((config.get("template_texts") or {}).keys()),
+            }
+        )
+    return out
+
+
+def version_notes(run: RunFolder) -> list[str]:
+    results = run.results or {}
+    made_with = (results.get("versions") or {}).get("audioeval")
+    notes = []
+    if made_with and made_with != __version__:
+        notes.append(
+            f"This run was made with audioeval {made_with}; this viewer is audioeval {__version__}. Clips whose "
+            "builder changed since are marked “cannot be regenerated (sha256 differs)”."
+        )
+    return notes
+
+
+def render(run: RunFolder, run_index: int, file_link: FileLink) -> str:
+    results = run.results or {}
+    context = {
+        "run": run,
+        "run_index": run_index,
+        "results": results,
+        "model": results.get("model") or {},
+        "sections": report_sections(run, file_link),
+        "rows": results_rows(results),
+        "failures": failures(run),
+        "settings": settings(run),
+        "timing": results.get("timing") or {},
+        "versions": results.get("versions") or {},
+        "version_notes": version_notes(run),
+        "viewer_version": __version__,
+    }
+    return environment().get_template("overview.html").render(**context)

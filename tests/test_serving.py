@@ -1,0 +1,178 @@
+"""The serving path and the API client on their own: deduplication, caching as responses arrive, adaptive
+concurrency, Retry-After handling, endpoints that are down, and the merge of sample files."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import socket
+
+import pytest
+
+from audioeval import api_client
+from audioeval.api_client import EndpointDown
+from audioeval.cache import ResponseCache
+from audioeval.concurrency import AdaptiveLimit
+from audioeval.endpoint_stats import EndpointStats
+from audioeval.errors import UsageError
+from audioeval.models.base import Model
+from audioeval.models.openai_chat import OpenAIChatModel
+from audioeval.outputs import SampleLog
+from audioeval.serving import Server
+from audioeval.testing.fake_openai import FakeOpenAIServer, Fault
+from audioeval.types import Message, Request, RequestId, Response, TextPart
+
+
+def _request(text: str, episode: int = 0) -> Request:
+    return Request(
+        messages=(Message("user", (TextPart(text),)),), gen_kwargs={}, rid=RequestId("t", 0, episode)
+    )
+
+
+class RecordingModel(Model):
+    """A batch backend that records what each generate() call received."""
+
+    name = "recording"
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.calls: list[list[str]] = []
+
+    def generate(self, requests):
+        self.calls.append([r.messages[0].text for r in requests])
+        return [Response(text=r.messages[0].text.upper()) for r in requests]
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_identical_requests_are_sent_once_and_responses_are_cached_as_they_arrive(tmp_path):
+    store = ResponseCache(tmp_path / "c.sqlite")
+
+    async def run(model):
+        server = Server(model, store, kind="generate")
+        first = server.submit([_request("a"), _request("b"), _request("a", episode=1)])
+        again = server.submit([_request("a", episode=2)])  # while the first "a" is still in flight
+        responses = await asyncio.gather(*first, *again)
+        await server.close()
+        return responses
+
+    with FakeOpenAIServer(delay=0.2) as endpoint:
+        model = OpenAIChatModel(model="m", base_url=endpoint.base_url)
+        a, b, a_twin, a_later = asyncio.run(run(model))
+        assert len(endpoint.requests) == 2  # "a" once, "b" once
+        assert a.text == a_twin.text == a_later.text and a_twin.cached and not a.cached
+        assert store.count() == 2 and model.stats.requests == 2
+        cached = asyncio.run(run(model))  # everything is in the store now
+        assert len(endpoint.requests) == 2 and all(r.cached for r in cached)
+
+    batch = RecordingModel(batch_size=2)  # another identity: nothing of the above is in the store for it
+    responses = asyncio.run(run(batch))
+    assert batch.calls == [["a", "b"]] and [r.text for r in responses] == ["A", "B", "A", "A"]
+
+
+def test_a_batch_backend_gets_length_sorted_chunks_of_its_batch_size(tmp_path):
+    from audioeval.cache import NoCache
+
+    model = RecordingModel(batch_size=2)
+
+    async def run():
+        server = Server(model, NoCache(), kind="generate")
+        futures = server.submit([_request(t) for t in ("bb", "a", "dddd", "ccc", "a")])
+        out = await asyncio.gather(*futures)
+        await server.close()
+        return out
+
+    responses = asyncio.run(run())
+    assert [r.text for r in responses] == ["BB", "A", "DDDD", "CCC", "A"]
+    assert model.calls == [["dddd", "ccc"], ["bb", "a"]]  # the twin "a" is not generated again
+    assert model.stats.requests == 4 and model.stats.peak_in_flight == 2
+
+
+def test_aimd_halves_once_per_round_grows_back_and_never_exceeds_the_maximum():
+    stats = EndpointStats()
+
+    async def scenario():
+        limit = AdaptiveLimit(start=8, maximum=10, stats=stats)
+        slots = [await limit.acquire() for _ in range(8)]
+        assert stats.in_flight == 8
+        lowered = [limit.release(s, overloaded=True) for s in slots[:3]]
+        assert lowered == [True, False, False] and limit.allowed == 4  # one cut for one round of signals
+        for s in slots[3:]:
+            limit.release(s)
+        for _ in range(500):  # a long calm stretch
+            limit.release(await limit.acquire())
+        return limit
+
+    limit = asyncio.run(scenario())
+    assert limit.allowed == 10 and stats.peak_in_flight == 8 and stats.concurrency_min == 4
+
+
+def test_aimd_backs_off_on_429_and_never_exceeds_max_concurrent():
+    faults = [Fault("429", times=6, retry_after=0.01)]
+    with FakeOpenAIServer(latency=(0.02, 0.06), faults=faults) as endpoint:
+        model = OpenAIChatModel(model="m", base_url=endpoint.base_url, num_concurrent=8)
+        responses = model.generate([_request(f"q{i}") for i in range(40)])
+    assert all(r.ok for r in responses)
+    assert model.stats.http_429 == 6 and model.stats.retries == 6
+    assert model.stats.concurrency_min < 8 and endpoint.max_in_flight <= 8
+
+    with FakeOpenAIServer(latency=(0.02, 0.06)) as endpoint:
+        model = OpenAIChatModel(model="m", base_url=endpoint.base_url, num_concurrent=2, max_concurrent=6)
+        model.generate([_request(f"q{i}") for i in range(120)])
+    assert 2 < endpoint.max_in_flight <= 6 and model.stats.peak_in_flight <= 6
+
+
+def test_retry_after_over_the_cap_is_capped_and_the_long_wait_logged(monkeypatch, caplog):
+    monkeypatch.setattr(api_client, "LONG_WAIT_S", 0.1)  # "long" for a test
+    faults = [Fault("429", times=1, retry_after=86400)]
+    with FakeOpenAIServer(faults=faults) as endpoint, caplog.at_level(logging.INFO, logger="audioeval"):
+        model = OpenAIChatModel(model="m", base_url=endpoint.base_url, max_retry_after=0.3)
+        (response,) = model.generate([_request("q")])
+    assert response.ok and 0.3 <= response.latency_s < 5 and response.info["attempts"] == 2
+    waits = [r for r in caplog.records if "waiting" in r.getMessage()]
+    assert waits and waits[0].levelno == logging.INFO
+    message = waits[0].getMessage()
+    assert (
+        endpoint.base_url in message
+        and "HTTP 429" in message
+        and "Retry-After 86400 s (capped at 0.3 s)" in message
+    )
+
+
+def test_an_endpoint_that_is_down_is_a_clear_error_naming_it_and_the_last_status():
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    model = OpenAIChatModel(model="m", base_url=url, max_retries=1, max_consecutive_failures=3)
+    model.settings.backoff_base = 0.01
+    with pytest.raises(EndpointDown) as caught:
+        model.generate([_request(f"q{i}") for i in range(5)])
+    message = str(caught.value)
+    assert url in message and "3 requests in a row failed" in message and "APIConnectionError" in message
+    assert "run the same command again" in message
+    with pytest.raises(EndpointDown):  # once down, later requests fail at once
+        model.generate([_request("later")])
+
+    with FakeOpenAIServer(faults=[Fault("404", times=100)]) as endpoint:  # refuses every request
+        model = OpenAIChatModel(model="m", base_url=endpoint.base_url, max_consecutive_failures=4)
+        with pytest.raises(EndpointDown, match="last status: HTTP 404"):
+            model.generate([_request(f"q{i}") for i in range(6)])
+    assert len(endpoint.requests) <= 6  # a 404 is not retried
+
+
+def test_sample_files_written_in_completion_order_merge_in_episode_order(tmp_path):
+    for rank, records in enumerate([[(3, 1), (0, 0), (2, 0)], [(1, 1), (1, 0)]]):
+        log = SampleLog(tmp_path, "t", rank)
+        log.write([{"task": "t", "episode": e, "shots": k} for e, k in records])
+        log.close()
+    merged = SampleLog.merge(tmp_path, "t", 2)
+    lines = [json.loads(line) for line in merged.read_text().splitlines()]
+    assert [(r["episode"], r["shots"]) for r in lines] == [(0, 0), (1, 0), (1, 1), (2, 0), (3, 1)]
+    assert not list(tmp_path.glob("*.partial.jsonl"))
+
+    SampleLog(tmp_path, "u", 0).close()
+    with pytest.raises(UsageError, match="filesystem they all share"):
+        SampleLog.merge(tmp_path, "u", 2)
