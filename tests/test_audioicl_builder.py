@@ -112,7 +112,7 @@ def test_max_supported_shots(config, limit):
     [
         ("audio_count", 8, "distinct counts from 1..8"),
         ("audio_operator", 8, "without replacement from the episode's 8 expressions"),
-        ("audio_remap", 7, "distinct patterns out of the six"),
+        ("audio_remap", 7, "distinct patterns out of the 6 (AAB"),
         ("morse_letter", 26, "distinct letters"),
     ],
 )
