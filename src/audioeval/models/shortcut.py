@@ -128,7 +128,7 @@ class ShortcutModel(Model):
                 if k:
                     repeated = twin_label(view, list(choices or ())) is None and target in view.labels
                     stats.repeats_demo_label[k] = stats.repeats_demo_label.get(k, False) or repeated
-        log.info(
+        log.debug(
             "shortcut: studied %d episodes of %s in %.1fs",
             PROBE_EPISODES,
             task.name,
