@@ -46,6 +46,17 @@ class Topology:
         dist.broadcast_object_list(box, src=0)
         return box[0]
 
+    def close(self) -> None:
+        """Tear the process group down on this rank. A rank that exits with a live gloo group can abort
+        ("terminate called without an active exception") while another rank is still writing, and the
+        launcher then kills every rank."""
+        if self.world_size == 1:
+            return
+        import torch.distributed as dist
+
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
     @property
     def device(self) -> Any:
         return self._state.device if self._state is not None else None

@@ -161,6 +161,8 @@ def run_evaluation(cfg: RunConfig, topology: Topology | None = None) -> dict[str
                 run_dir, "interrupted" if isinstance(err, KeyboardInterrupt) else str(err) or repr(err)
             )
         raise
+    finally:
+        topology.close()
     return output
 
 
@@ -202,6 +204,7 @@ def _evaluate_and_write(
                 outcomes[task.name] = gathered
         endpoints = _endpoint_figures(topology.gather(_endpoint_stats(model, judge)))
         topology.barrier()
+        topology.close()  # the last collective: rank 0 goes on alone to aggregate and write
     finally:
         if model is not None:
             model.close()
