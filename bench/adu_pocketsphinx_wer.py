@@ -18,9 +18,9 @@ import time
 
 import jiwer
 
-from audioeval.adu.domains import LANGUAGES
-from audioeval.adu.queries import read_query_file
-from audioeval.adu.render import SPEAKERS, Variation, render
+from audioeval.benchmarks.adu.domains import LANGUAGES
+from audioeval.benchmarks.adu.queries import read_query_file
+from audioeval.benchmarks.adu.render import SPEAKERS, Variation, render
 from audioeval.models import create_model
 from audioeval.resources import builders_dir
 from audioeval.types import AudioClip

@@ -45,7 +45,7 @@ def _mean(values: list[float]) -> float:
 
 def episode_measures(config: str, episode: dict[str, Any], pool_size: int) -> dict[str, dict[int, float]]:
     """Measure -> k -> value for one episode (values are averaged over episodes)."""
-    from audioeval.audioicl.operator import tells_precedence
+    from audioeval.benchmarks.audioicl.operator import tells_precedence
 
     query, demos = episode["query"], episode["demos"]
     out: dict[str, dict[int, float]] = defaultdict(dict)
@@ -72,11 +72,11 @@ def episode_measures(config: str, episode: dict[str, Any], pool_size: int) -> di
 
 
 def audit(n_episodes: int, seed: int, shortcut_free: bool) -> dict[str, dict[str, dict[int, float]]]:
-    from audioeval.audioicl import remap
+    from audioeval.benchmarks.audioicl import remap
+    from audioeval.benchmarks.audioicl.report import shortcut_episode_scores
     from audioeval.models.shortcut import ShortcutModel
     from audioeval.prepared import prepare_tasks
     from audioeval.registry import TaskRegistry
-    from audioeval.reports.audioicl import shortcut_episode_scores
 
     registry = TaskRegistry.discover()
     tasks = prepare_tasks(

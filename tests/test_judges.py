@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import socket
 
-from audioeval.judges.verdicts import OutOfRange, result_text, score_0_10, score_10_or_0, yes_no
+from audioeval.judges.verdicts import OutOfRange, result_text, score_0_10, yes_no
 from audioeval.testing.fake_openai import FakeOpenAIServer, Fault, prompt_text
 from tests.conftest import latest_run, load_results, load_samples, run_cli
 
@@ -21,9 +21,6 @@ def test_verdict_readers():
         -3.0, "0 to 10"
     )
     assert str(score_0_10("11/10")) == "verdict 11 is outside the scale (0 to 10)"
-    assert score_10_or_0("10") == 10.0 and score_10_or_0("Score: 0") == 0.0 and score_10_or_0("none") is None
-    for other in ("5", "10.5", "-10", "100"):
-        assert isinstance(score_10_or_0(other), OutOfRange)
     assert result_text("Explanation: x\nResult: the cat sat") == "the cat sat"
     assert result_text("Explanation: none\nResult:") == ""
     assert result_text("just text") is None

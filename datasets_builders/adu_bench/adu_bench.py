@@ -17,12 +17,18 @@ from typing import Any
 
 import datasets
 
-from audioeval.adu import about
-from audioeval.adu.domains import DATASETS
-from audioeval.adu.episodes import describe_item, episode_to_row, hub_features, make_episode, row_to_episode
-from audioeval.adu.queries import QueryItem, check_unique, read_query_file
-from audioeval.adu.render import MODES, Variation, choose_variation, render
-from audioeval.adu.upstream import load_clip, read_dataset
+from audioeval.benchmarks.adu import about
+from audioeval.benchmarks.adu.domains import DATASETS
+from audioeval.benchmarks.adu.episodes import (
+    describe_item,
+    episode_to_row,
+    hub_features,
+    make_episode,
+    row_to_episode,
+)
+from audioeval.benchmarks.adu.queries import QueryItem, check_unique, read_query_file
+from audioeval.benchmarks.adu.render import MODES, Variation, choose_variation, render
+from audioeval.benchmarks.adu.upstream import load_clip, read_dataset
 from audioeval.builders import EpisodeBuilder, EpisodeBuilderConfig
 from audioeval.errors import ConfigError, DataError
 from audioeval.types import AudioClip

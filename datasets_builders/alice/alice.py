@@ -18,8 +18,8 @@ from typing import Any
 
 import datasets
 
-from audioeval.alice import CATEGORIES, TASKS, about
-from audioeval.alice.episodes import (
+from audioeval.benchmarks.alice import CATEGORIES, TASKS, about
+from audioeval.benchmarks.alice.episodes import (
     episode_from_rows,
     item_features,
     item_row,
@@ -27,8 +27,8 @@ from audioeval.alice.episodes import (
     pool_features,
     pool_row,
 )
-from audioeval.alice.items import PoolEntry, TestItem
-from audioeval.alice.source import AliceSource, open_source
+from audioeval.benchmarks.alice.items import PoolEntry, TestItem
+from audioeval.benchmarks.alice.source import AliceSource, open_source
 from audioeval.builders import EpisodeBuilder, EpisodeBuilderConfig
 from audioeval.errors import ConfigError, DataError
 

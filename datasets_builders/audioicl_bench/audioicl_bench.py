@@ -16,11 +16,16 @@ from typing import Any
 
 import datasets
 
-from audioeval.audio.corpora import DistractorCorpus, MachineCorpus, OneShotCorpus, SpokenDigitCorpus
-from audioeval.audio.morse import MorseStyle
-from audioeval.audioicl import about, anomaly, count, length, morse, operator, remap
-from audioeval.audioicl.common import TASK_IDS, Settings
-from audioeval.audioicl.sources import Digits, Distractors, Machines, OneShots
+from audioeval.benchmarks.audioicl import about, anomaly, count, length, morse, operator, remap
+from audioeval.benchmarks.audioicl.common import TASK_IDS, Settings
+from audioeval.benchmarks.audioicl.sounds.corpora import (
+    DistractorCorpus,
+    MachineCorpus,
+    OneShotCorpus,
+    SpokenDigitCorpus,
+)
+from audioeval.benchmarks.audioicl.sounds.morse import MorseStyle
+from audioeval.benchmarks.audioicl.sources import Digits, Distractors, Machines, OneShots
 from audioeval.builders import EpisodeBuilder, EpisodeBuilderConfig
 from audioeval.errors import ConfigError, DataError, unknown_name_message
 

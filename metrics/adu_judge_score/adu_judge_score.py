@@ -18,14 +18,14 @@ counted in `empty_response_rate`. With no judge configured every score is None (
 `empty_response_rate` is reported.
 
 `domain_stratum` and `domain_weight` name each sample's domain and that domain's weight in its dataset's
-mean (the paper's arithmetic, audioeval.adu.domains.domain_weight); the task's `stratified_mean`
+mean (the paper's arithmetic, audioeval.benchmarks.adu.domains.domain_weight); the task's `stratified_mean`
 aggregation uses them and does not report them.
 """
 
 import datasets
 import evaluate
 
-from audioeval.adu.domains import domain_stratum, domain_weight
+from audioeval.benchmarks.adu.domains import domain_stratum, domain_weight
 
 ROLES = ("holistic", "correctness")
 PER_JUDGE = (

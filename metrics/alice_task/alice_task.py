@@ -1,6 +1,6 @@
 """ALICE task performance, per sample: ASR word errors (for corpus WER) and SER/GR/MMAU accuracy.
 
-Closed-ended (CEQ) responses are scored by rule: the item's format is undone (audioeval.alice.extract),
+Closed-ended (CEQ) responses are scored by rule: the item's format is undone (audioeval.benchmarks.alice.extract),
 then ASR is compared with the reference after ALICE's A-Z normalizer, and SER/GR/MMAU answers are matched
 to the label (last emotion / gender word, or exact normalised match). Chain-of-thought (CoT) responses are
 scored through the LLM judge: ASR uses the transcript the judge extracted (Whisper's basic normalizer;
@@ -14,7 +14,7 @@ id is "chain-of-thought"), `instruction_id_list` and `instruction_kwargs` (or `k
 rows).
 
 `scoring`: "fixed" (default) or "upstream" — undo formats and match answers exactly as ALICE's
-evaluation_main.py does, its known bugs included (audioeval.alice.upstream); through audioeval it comes from
+evaluation_main.py does, its known bugs included (audioeval.benchmarks.alice.upstream); through audioeval it comes from
 the task parameter of the same name.
 
 Per-sample scores: ASR wer_errors and wer_words (aggregate as a ratio: corpus WER), and for CoT ASR
@@ -25,18 +25,18 @@ degenerate (1 when the response ended in a loop); others accuracy; for CoT task_
 import datasets
 import evaluate
 
-from audioeval.alice import constraints as C
-from audioeval.alice.extract import answer_matches
-from audioeval.alice.extract import extract_answer
-from audioeval.alice.judging import ANSWER
-from audioeval.alice.judging import TRANSCRIPT
-from audioeval.alice.judging import failure_flag
-from audioeval.alice.judging import verdict
-from audioeval.alice.upstream import answer_matches_upstream
-from audioeval.alice.upstream import extract_answer_upstream
-from audioeval.alice.upstream import scoring_mode
-from audioeval.alice.wer import looks_degenerate
-from audioeval.alice.wer import word_errors
+from audioeval.benchmarks.alice import constraints as C
+from audioeval.benchmarks.alice.extract import answer_matches
+from audioeval.benchmarks.alice.extract import extract_answer
+from audioeval.benchmarks.alice.judging import ANSWER
+from audioeval.benchmarks.alice.judging import TRANSCRIPT
+from audioeval.benchmarks.alice.judging import failure_flag
+from audioeval.benchmarks.alice.judging import verdict
+from audioeval.benchmarks.alice.upstream import answer_matches_upstream
+from audioeval.benchmarks.alice.upstream import extract_answer_upstream
+from audioeval.benchmarks.alice.upstream import scoring_mode
+from audioeval.benchmarks.alice.wer import looks_degenerate
+from audioeval.benchmarks.alice.wer import word_errors
 
 
 def _facts(i, sample_info, tasks, categories, instruction_id_list, instruction_kwargs):

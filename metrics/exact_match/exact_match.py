@@ -1,4 +1,4 @@
-"""AudioICL-Bench exact-match accuracy, one 0/1 score per sample.
+"""Exact-match accuracy of a parsed answer against its label, one 0/1 score per sample (AudioICL-Bench's rule).
 
 mode=integer: the last integer of the prediction equals the last integer of the reference.
 mode=exact: both sides match after strict normalisation (lower case, no whitespace or . , ; : ! ? ( ) [ ] { } " ').
@@ -23,10 +23,10 @@ def _normalize(text):
     return _STRIP.sub("", (text or "").strip().lower())
 
 
-class AudioiclAccuracy(evaluate.Metric):
+class ExactMatch(evaluate.Metric):
     def _info(self):
         return evaluate.MetricInfo(
-            description="AudioICL-Bench exact-match accuracy (last integer, or strict normalised string match).",
+            description="Exact-match accuracy (last integer, or strict normalised string match).",
             citation="Chen et al., AudioICL-Bench: A Benchmark for Large Audio Language Model In-Context Learning.",
             inputs_description="predictions: parsed responses ('' when unparsable); references: target labels; "
             "mode: 'integer' or 'exact'.",
@@ -37,7 +37,7 @@ class AudioiclAccuracy(evaluate.Metric):
 
     def _compute(self, predictions, references, mode="exact", parse_failures=None):
         if mode not in ("integer", "exact"):
-            raise ValueError(f"audioicl_accuracy: mode must be 'integer' or 'exact', got {mode!r}")
+            raise ValueError(f"exact_match: mode must be 'integer' or 'exact', got {mode!r}")
         failures = parse_failures or [False] * len(predictions)
         scores = []
         for pred, ref, failed in zip(predictions, references, failures, strict=True):

@@ -1,7 +1,7 @@
 """Format compliance for ALICE / Speech-IFEval, per sample.
 
 Closed-ended (and creative-writing) constraints are checked by rule: Speech-IFEval's modified IFEval
-checkers, strict and loose (audioeval.alice.checkers). Chain-of-thought compliance is the LLM judge's
+checkers, strict and loose (audioeval.benchmarks.alice.checkers). Chain-of-thought compliance is the LLM judge's
 `reasoning` verdict; without a judge it is missing (None), never zero.
 
 Inputs: predictions (the responses; the harness passes the raw text as `responses`) and, per sample, the
@@ -18,11 +18,11 @@ failed or gave no readable verdict).
 import datasets
 import evaluate
 
-from audioeval.alice import constraints as C
-from audioeval.alice.checkers import check_response
-from audioeval.alice.judging import REASONING
-from audioeval.alice.judging import failure_flag
-from audioeval.alice.judging import verdict
+from audioeval.benchmarks.alice import constraints as C
+from audioeval.benchmarks.alice.checkers import check_response
+from audioeval.benchmarks.alice.judging import REASONING
+from audioeval.benchmarks.alice.judging import failure_flag
+from audioeval.benchmarks.alice.judging import verdict
 
 
 def _constraint_of(i, sample_info, instruction_id_list, instruction_kwargs):

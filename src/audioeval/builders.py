@@ -22,11 +22,9 @@ harness evaluates and what is pushed to the Hub are one thing.
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
 import json
 import os
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cache
@@ -39,6 +37,7 @@ import numpy as np
 from audioeval.about import BenchmarkAbout
 from audioeval.audio.wav import PCM16_SCALE, decode_wav, encode_wav
 from audioeval.errors import ConfigError, unknown_name_message
+from audioeval.hooks import import_file
 from audioeval.resources import builders_dir
 from audioeval.types import AudioClip
 
@@ -262,11 +261,7 @@ def load_builder_class(name: str, base_dir: Path | None = None) -> type[datasets
 @cache
 def _builder_class_at(path: Path) -> type[datasets.DatasetBuilder]:
     module_name = f"audioeval_builders.{path.parent.name}.{path.stem}"
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    spec.loader.exec_module(module)
+    module = import_file(path, module_name)
     classes = [
         obj
         for obj in vars(module).values()

@@ -28,7 +28,7 @@ TASK_KEYS = {
     "templates": "prompt templates: system/demo/demo_answer/query, or one whole-prompt template `prompt`",
     "target": "Jinja expression string for the reference answer, e.g. '{{ query.label }}'",
     "label_space": "list of labels, or a Jinja expression giving the list per episode (used by `chance`)",
-    "parser": "name of the response parser, or {name: ..., args: {...}}",
+    "parser": "the response parser (registered name, module:function or ./file.py:function), or {name: ..., args: {...}}",
     "metrics": "list of evaluate metric modules from metrics/: names or {name: ..., args: {...}}",
     "aggregation": "per-sample score (or glob such as score@*) -> aggregation: mean, {ratio: [numerator, "
     "denominator]} or {stratified_mean: [stratum, weight]}",
@@ -36,7 +36,7 @@ TASK_KEYS = {
     "generation_kwargs": "generation settings passed to the model (merged with --gen_kwargs)",
     "parameters": "task parameters settable with --task_args",
     "judge": "LLM judge settings: {templates: {...}, roles: ...}",
-    "report": "module:function writing benchmark-specific tables and plots",
+    "report": "registered name, module:function or ./file.py:function writing benchmark-specific tables and plots",
     "metadata": "free-form information kept in results.json",
 }
 
@@ -45,7 +45,7 @@ GROUP_KEYS = {
     "task": "list of member tasks or groups",
     "description": "one line shown by --tasks list",
     "aggregate_metrics": "metrics averaged over the member tasks (default: those every member reports)",
-    "report": "module:function writing benchmark-specific tables and plots",
+    "report": "registered name, module:function or ./file.py:function writing benchmark-specific tables and plots",
     "version": "version of the group definition",
     "metadata": "free-form information kept in results.json",
 }
@@ -398,8 +398,11 @@ def load_task_config(path: Path) -> TaskConfig:
     if judge is not None and not isinstance(judge, dict):
         raise ConfigError(f"{where('judge')}: `judge` must be a mapping.")
     report = data.get("report")
-    if report is not None and (not isinstance(report, str) or ":" not in report):
-        raise ConfigError(f"{where('report')}: `report` must be 'module:function'.")
+    if report is not None and (not isinstance(report, str) or not report.strip()):
+        raise ConfigError(
+            f"{where('report')}: `report` must be a registered report name, 'module:function' or "
+            "'./file.py:function'."
+        )
 
     return TaskConfig(
         name=name,

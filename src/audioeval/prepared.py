@@ -57,9 +57,6 @@ class PreparedTask:
             f"the metrics of task {self.name}": list(self.scorer.metric_files),
             f"parser {self.config.parser['name']!r}": [parser] if parser else [],
         }
-        if self.config.report:
-            report = module_source(self.config.report.partition(":")[0])
-            files[f"report {self.config.report}"] = [report] if report else []
         return files
 
     def episode(self, index: int) -> dict[str, Any]:

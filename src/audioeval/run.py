@@ -33,7 +33,7 @@ from audioeval.outputs import (
 from audioeval.prepared import PreparedTask, preflight, prepare_tasks
 from audioeval.redact import redact_args
 from audioeval.registry import TaskRegistry
-from audioeval.reports import ReportContext, run_reports
+from audioeval.reports import ReportContext, ReportHook, run_reports
 from audioeval.requirements import check_installed, module_source
 from audioeval.run_health import failure_warnings, resume_note, unjudged_warning
 from audioeval.stats import DEFAULT_RESAMPLES
@@ -95,7 +95,7 @@ def check_judge_args(names: list[str], args: list[dict[str, Any]]) -> list[type[
 
 
 def _code_of_run(
-    cfg: RunConfig, judge_classes: list[type[Model]], tasks: list[PreparedTask]
+    cfg: RunConfig, judge_classes: list[type[Model]], tasks: list[PreparedTask], reports: list[ReportHook]
 ) -> dict[str, Any]:
     """What will run, by name, with its source files: for the preflight import check."""
 
@@ -109,6 +109,8 @@ def _code_of_run(
         pieces[f"--judge {name}"] = files([*cls.code_modules(args), "audioeval.judges.panel"])
     for task in tasks:
         pieces.update(task.source_files())
+    for hook in reports:  # resolving them here also stops a misnamed report before any request
+        pieces[f"report {hook.spec}"] = [Path(inspect.getfile(hook.resolve()))]
     return pieces
 
 
@@ -136,7 +138,9 @@ def run_evaluation(cfg: RunConfig, topology: Topology | None = None) -> dict[str
     )
     tasks = with_conditions(tasks, plan)
     preflight(tasks, model_cls, cfg.model_args)
-    check_installed(_code_of_run(cfg, judge_classes, tasks))
+    check_installed(
+        _code_of_run(cfg, judge_classes, tasks, _report_hooks(registry, clean_tasks(tasks), group_names))
+    )
     if not cfg.judge and (warning := unjudged_warning(tasks)):
         log.warning(warning)
 
@@ -293,13 +297,13 @@ def _evaluate_and_write(
     if run_dir is not None:
         write_json(run_dir / "results.json", output)
         report_tasks = clean_tasks(tasks)  # benchmark reports lay out the clean run
-        report_specs = _report_specs(registry, report_tasks, group_names)
-        if report_specs:
+        report_hooks = _report_hooks(registry, report_tasks, group_names)
+        if report_hooks:
             rows = {t.name: all_rows[t.name] for t in report_tasks}
             ctx = ReportContext(
                 results=output, run_dir=run_dir, rows=rows, registry=registry, tasks=report_tasks
             )
-            output["reports"] = output.get("reports", []) + run_reports(report_specs, ctx)
+            output["reports"] = output.get("reports", []) + run_reports(report_hooks, ctx)
             write_json(run_dir / "results.json", output)
         output["run_dir"] = str(run_dir)
     table = markdown_table(results, groups)
@@ -362,13 +366,14 @@ def _timing_block(t: TaskTiming) -> dict[str, Any]:
     }
 
 
-def _report_specs(registry: TaskRegistry, tasks: list[Any], group_names: list[str]) -> dict[str, str]:
-    specs: dict[str, str] = {}
-    for task in tasks:
-        if task.config.report:
-            specs.setdefault(task.config.report, str(task.config.path))
+def _report_hooks(registry: TaskRegistry, tasks: list[Any], group_names: list[str]) -> list[ReportHook]:
+    hooks = [
+        ReportHook(t.config.report, str(t.config.path), t.config.dir_of("report"))
+        for t in tasks
+        if t.config.report
+    ]
     for g in group_names:
         group = registry.groups[g]
         if group.report:
-            specs.setdefault(group.report, str(group.path))
-    return specs
+            hooks.append(ReportHook(group.report, str(group.path), group.path.parent if group.path else None))
+    return hooks

@@ -83,7 +83,9 @@ class SampleToScore:
 class TaskScorer:
     def __init__(self, task: TaskConfig) -> None:
         self.task = task
-        self.parse = get_parser(task.parser["name"], task.parser["args"], source=str(task.path))
+        self.parse = get_parser(
+            task.parser["name"], task.parser["args"], source=str(task.path), base_dir=task.dir_of("parser")
+        )
         # A parser may declare `sample_info` to read per-sample facts (e.g. which format to undo).
         self.parse_takes_info = "sample_info" in inspect.signature(self.parse).parameters
         self.metrics = []

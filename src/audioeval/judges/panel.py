@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,7 @@ from typing import Any
 from audioeval.api_client import EndpointDown
 from audioeval.cache import ResponseStore
 from audioeval.errors import ConfigError, UsageError
-from audioeval.judges.verdicts import READERS, OutOfRange
+from audioeval.judges.verdicts import VERDICTS, OutOfRange
 from audioeval.models import create_model
 from audioeval.models.base import Model
 from audioeval.serving import Server
@@ -52,6 +53,7 @@ class JudgeRole:
     template: Any
     template_path: Path
     verdict: str
+    read_verdict: Callable[[str], Any]
     swap: bool
     when: Any
     max_tokens: int
@@ -73,8 +75,7 @@ def load_roles(task: Any) -> list[JudgeRole]:
             raise ConfigError(
                 f"{where}: judge role {name!r} has unknown key(s) {sorted(bad)}; allowed: {sorted(ROLE_KEYS)}."
             )
-        if role["verdict"] not in READERS:
-            raise ConfigError(f"{where}: judge role {name!r}: verdict must be one of {sorted(READERS)}.")
+        reader = VERDICTS.resolve(role["verdict"], task.config.dir_of("judge"), f"{where}: judge role {name!r}")
         path = (task.config.dir_of("judge") / role["template"]).resolve()
         if not path.is_file():
             raise ConfigError(f"{where}: judge role {name!r}: template {path} does not exist.")
@@ -85,6 +86,7 @@ def load_roles(task: Any) -> list[JudgeRole]:
                 compile_file(env, path),
                 path,
                 role["verdict"],
+                reader,
                 bool(role.get("swap", False)),
                 when,
                 int(role.get("max_tokens", 1024)),
@@ -266,7 +268,7 @@ class JudgePanel:
             grouped.setdefault(role.name, []).append((role, text, error))
         for role_name, items in grouped.items():
             role = items[0][0]
-            reader = READERS[role.verdict]
+            reader = role.read_verdict
             values, raws, errors = [], [], []
             out_of_range = False
             for _role, text, error in items:
@@ -287,10 +289,12 @@ class JudgePanel:
                 self.out_of_range_verdicts[judge.judge_id] = (
                     self.out_of_range_verdicts.get(judge.judge_id, 0) + 1
                 )
-            if role.verdict == "result_text":
-                value = None if failed else values[0]
+            if failed:
+                value = None
+            elif any(isinstance(v, str) for v in values):  # a text verdict is kept as given (first order)
+                value = values[0]
             else:
-                value = None if failed else sum(values) / len(values)
+                value = sum(values) / len(values)
             out.setdefault(role_name, {})[judge.judge_id] = {
                 "value": value,
                 "values": values,

@@ -1,16 +1,23 @@
-"""Reading a judge's reply. Each reader returns the verdict, None when the reply has no usable verdict, or
-an `OutOfRange` when the judge answered with a number outside the scale it was asked for. The last two are
-judge failures: counted and reported, never scored (not as zero, not clamped into the scale)."""
+"""Reading a judge's reply. Each reader returns the verdict (a number, averaged over swapped orders, or a
+text), None when the reply has no usable verdict, or an `OutOfRange` when the judge answered with a number
+outside the scale it was asked for. The last two are judge failures: counted and reported, never scored (not
+as zero, not clamped into the scale).
+
+A judge role's `verdict:` names a reader: registered with `@register("name")` (the generic ones here, a
+benchmark's own in its wing's `verdicts` module), `module:function` or `./file.py:function` beside the task
+YAML (see audioeval.hooks)."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+
+from audioeval.hooks import HookKind
 
 _RESULT_YES_NO = re.compile(r"result\s*[:：]\s*\**\s*(yes|no)\b", re.IGNORECASE)
 _NUMBER = re.compile(r"(?<![\w.])(-?\d+(?:\.\d+)?)")
+VERDICTS = HookKind("verdict reader", core_modules=("audioeval.judges.verdicts",), wing_module="verdicts")
+register = VERDICTS.register
 
 
 @dataclass(frozen=True)
@@ -24,44 +31,31 @@ class OutOfRange:
         return f"verdict {self.number:g} is outside the scale ({self.scale})"
 
 
+@register("yes_no")
 def yes_no(reply: str) -> float | None:
     """`Result: YES|NO` (the last one wins) -> 1.0 / 0.0."""
     found = _RESULT_YES_NO.findall(reply or "")
     return (1.0 if found[-1].lower() == "yes" else 0.0) if found else None
 
 
-def _first_number(reply: str) -> float | None:
+def first_number(reply: str) -> float | None:
     match = _NUMBER.search(reply or "")
     return float(match.group(1)) if match else None
 
 
+@register("score_0_10")
 def score_0_10(reply: str) -> float | OutOfRange | None:
-    """The first number in the reply (ADU-Bench's rule), which must lie in 0-10."""
-    number = _first_number(reply)
+    """The first number in the reply, which must lie in 0-10."""
+    number = first_number(reply)
     if number is None:
         return None
     return number if 0.0 <= number <= 10.0 else OutOfRange(number, "0 to 10")
 
 
-def score_10_or_0(reply: str) -> float | OutOfRange | None:
-    """The first number in the reply, which must be 10 or 0 (ADU-Bench's correctness judge)."""
-    number = _first_number(reply)
-    if number is None:
-        return None
-    return number if number in (0.0, 10.0) else OutOfRange(number, "10 or 0")
-
-
+@register("result_text")
 def result_text(reply: str) -> str | None:
     """Everything after the last `Result:` (may be empty: "no transcription found")."""
     matches = list(re.finditer(r"result\s*[:：]", reply or "", flags=re.IGNORECASE))
     if not matches:
         return None
     return reply[matches[-1].end() :].strip()
-
-
-READERS: dict[str, Callable[[str], Any]] = {
-    "yes_no": yes_no,
-    "score_0_10": score_0_10,
-    "score_10_or_0": score_10_or_0,
-    "result_text": result_text,
-}

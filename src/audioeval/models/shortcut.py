@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from audioeval.audioicl.common import TASK_IDS
+from audioeval.benchmarks.audioicl.common import TASK_IDS
 from audioeval.builders import make_builder
 from audioeval.errors import ModelError
 from audioeval.models.base import Model

@@ -1,52 +1,27 @@
 """Response parsers: raw model text -> prediction string, or None when nothing usable is found.
 
-A parser is a function `(response: str, **args) -> str | None` registered with `@register("name")`.
+A parser is a function `(response: str, **args) -> str | None`. A task's `parser:` names one: registered
+with `@register("name")` (the generic ones in this package, a benchmark's own in its wing's `parser`
+module), `module:function`, or `./file.py:function` beside the task YAML (see audioeval.hooks).
 A parser that declares a `sample_info` keyword also receives the sample's info dict (task, k, episode
 metadata), for answers whose format differs per sample.
-Every module in this package is imported on first use, so a new benchmark adds parsers by adding a file.
 """
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from collections.abc import Callable
 from functools import partial
+from pathlib import Path
 
-from audioeval.errors import ConfigError, unknown_name_message
+from audioeval.hooks import HookKind
 
 Parser = Callable[..., str | None]
-_REGISTRY: dict[str, Parser] = {}
-_loaded = False
+PARSERS = HookKind("parser", core_modules=("audioeval.parsers.common",), wing_module="parser")
+register = PARSERS.register
 
 
-def register(name: str) -> Callable[[Parser], Parser]:
-    def decorate(fn: Parser) -> Parser:
-        if name in _REGISTRY and _REGISTRY[name] is not fn:
-            raise RuntimeError(f"parser {name!r} registered twice")
-        _REGISTRY[name] = fn
-        return fn
-
-    return decorate
-
-
-def _load_all() -> None:
-    global _loaded
-    if _loaded:
-        return
-    for info in pkgutil.iter_modules(__path__):
-        importlib.import_module(f"{__name__}.{info.name}")
-    _loaded = True
-
-
-def get_parser(name: str, args: dict | None = None, source: str = "") -> Callable[[str], str | None]:
-    _load_all()
-    if name not in _REGISTRY:
-        raise ConfigError(f"{source}: " + unknown_name_message("parser", name, _REGISTRY))
-    fn = _REGISTRY[name]
+def get_parser(
+    name: str, args: dict | None = None, source: str = "", base_dir: Path | None = None
+) -> Callable[[str], str | None]:
+    fn = PARSERS.resolve(name, base_dir, source)
     return partial(fn, **(args or {})) if args else fn
-
-
-def parser_names() -> list[str]:
-    _load_all()
-    return sorted(_REGISTRY)

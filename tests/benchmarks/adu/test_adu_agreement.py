@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from adu_helpers import write_jsonl
 
-from audioeval.adu.agreement import main
+from audioeval.benchmarks.adu.agreement import main
 
 # (episode_id, task, score of run A, score of run B)
 ITEMS = [

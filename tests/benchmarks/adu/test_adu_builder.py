@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from adu_helpers import write_jsonl
 
-from audioeval.adu.queries import read_query_file
-from audioeval.adu.render import LEVELS, SPEAKERS, Variation, render
+from audioeval.benchmarks.adu.queries import read_query_file
+from audioeval.benchmarks.adu.render import LEVELS, SPEAKERS, Variation, render
 from audioeval.builders import make_builder
 from audioeval.errors import ConfigError, DataError
 from audioeval.resources import builders_dir

@@ -7,7 +7,7 @@ from pathlib import Path
 import datasets
 import numpy as np
 
-from audioeval.adu.episodes import VARIATION_COLUMNS, row_to_episode
+from audioeval.benchmarks.adu.episodes import VARIATION_COLUMNS, row_to_episode
 from audioeval.builders import make_builder
 from audioeval.cli import main
 

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from adu_helpers import JUDGE_MARK, NotAChatServer, is_judge, judge_reply, response_first, write_jsonl
 
-from audioeval.adu.queries import read_query_file
 from audioeval.audio.wav import encode_wav
+from audioeval.benchmarks.adu.queries import read_query_file
 from audioeval.cli import main
 from audioeval.resources import builders_dir
 from audioeval.run import RunConfig, run_evaluation
@@ -320,7 +320,7 @@ def test_without_a_judge_scores_are_missing_and_the_report_says_why(tmp_path: Pa
 def test_released_layout_runs_through_task_args_and_tables_combine(
     tmp_path: Path, upstream_dir: Path, capsys
 ):
-    from audioeval.reports.adu import main as table2
+    from audioeval.benchmarks.adu.report import main as table2
 
     def reply(body):  # the mathematics item scores 2, the two physics items 8
         if not is_judge(body):

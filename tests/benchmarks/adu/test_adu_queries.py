@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from adu_helpers import write_jsonl
 
-from audioeval.adu.domains import DOMAINS
-from audioeval.adu.queries import check_unique, read_query_file
-from audioeval.adu.upstream import read_dataset, recorded_variation
+from audioeval.benchmarks.adu.domains import DOMAINS
+from audioeval.benchmarks.adu.queries import check_unique, read_query_file
+from audioeval.benchmarks.adu.upstream import read_dataset, recorded_variation
 from audioeval.errors import DataError
 from audioeval.resources import builders_dir
 

@@ -8,11 +8,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from audioeval.adu.domains import DOMAINS, PAPER_DOMAIN_SIZES
+from audioeval.benchmarks.adu.domains import DOMAINS, PAPER_DOMAIN_SIZES
+from audioeval.benchmarks.adu.report import ItemScore, dataset_mean, summarise
+from audioeval.benchmarks.adu.report_plot import NO_SCORE_LABEL, domain_figure
+from audioeval.benchmarks.adu.report_text import markdown
 from audioeval.registry import TaskRegistry
-from audioeval.reports.adu import ItemScore, dataset_mean, summarise
-from audioeval.reports.adu_plot import NO_SCORE_LABEL, domain_figure
-from audioeval.reports.adu_text import markdown
 from audioeval.resources import metrics_dir
 from audioeval.scoring import TaskScorer, load_metric
 from audioeval.stats import summarize_group

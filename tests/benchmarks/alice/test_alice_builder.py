@@ -8,10 +8,15 @@ from collections import Counter
 
 import pytest
 
-from audioeval.alice import banks as B
-from audioeval.alice import constraints as C
-from audioeval.alice.corpus import BuiltinCorpus
-from audioeval.alice.demos import demo_order, realign_end_answer, realign_repeat_answer, replace_quoted_phrase
+from audioeval.benchmarks.alice import banks as B
+from audioeval.benchmarks.alice import constraints as C
+from audioeval.benchmarks.alice.corpus import BuiltinCorpus
+from audioeval.benchmarks.alice.demos import (
+    demo_order,
+    realign_end_answer,
+    realign_repeat_answer,
+    replace_quoted_phrase,
+)
 from audioeval.builders import make_builder
 from audioeval.registry import TaskRegistry
 from audioeval.templates import PromptRenderer

@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from audioeval.alice import constraints as C
-from audioeval.alice.checkers import (
+from audioeval.benchmarks.alice import constraints as C
+from audioeval.benchmarks.alice.checkers import (
     _count_marker_lines,
     _ifeval,
     check_response,
@@ -17,7 +17,7 @@ from audioeval.alice.checkers import (
     split_paragraphs,
     title_spans,
 )
-from audioeval.alice.sentences import count_sentences, english_punkt
+from audioeval.benchmarks.alice.sentences import count_sentences, english_punkt
 from audioeval.resources import metrics_dir
 from audioeval.scoring import load_metric
 from tests.alice_testutil import isolated_cache  # noqa: F401

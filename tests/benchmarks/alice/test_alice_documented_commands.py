@@ -13,7 +13,7 @@ from audioeval.testing.fake_openai import FakeOpenAIServer, prompt_text, reasoni
 from tests.alice_testutil import isolated_cache  # noqa: F401
 from tests.conftest import latest_run, load_results, run_cli
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def documented_commands(*docs: str) -> list[list[str]]:

@@ -6,9 +6,14 @@ import random
 
 import pytest
 
-from audioeval.alice import constraints as C
-from audioeval.alice.extract import answer_matches, extract_answer, json_answer, normalize_choice
-from audioeval.alice.wer import alice_normalize, looks_degenerate, whisper_basic_normalize, word_errors
+from audioeval.benchmarks.alice import constraints as C
+from audioeval.benchmarks.alice.extract import answer_matches, extract_answer, json_answer, normalize_choice
+from audioeval.benchmarks.alice.wer import (
+    alice_normalize,
+    looks_degenerate,
+    whisper_basic_normalize,
+    word_errors,
+)
 from audioeval.parsers import get_parser
 from audioeval.registry import TaskRegistry
 from audioeval.resources import metrics_dir

@@ -270,7 +270,7 @@ def test_limit_on_a_local_copy_is_stratified_over_constraints(tmp_path):
 
 
 def test_stratified_order_is_round_robin_for_equal_strata_and_proportional_otherwise():
-    from audioeval.alice.items import stratified_order
+    from audioeval.benchmarks.alice.items import stratified_order
 
     equal = [("a", 0), ("a", 1), ("b", 0), ("b", 1), ("c", 0), ("c", 1)]
     assert stratified_order(equal, lambda x: x[0]) == [

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from audioeval.alice import constraints as C
-from audioeval.alice.extract import answer_matches, extract_answer
-from audioeval.alice.upstream import answer_matches_upstream, extract_answer_upstream, scoring_mode
+from audioeval.benchmarks.alice import constraints as C
+from audioeval.benchmarks.alice.extract import answer_matches, extract_answer
+from audioeval.benchmarks.alice.parser import alice_answer
+from audioeval.benchmarks.alice.upstream import answer_matches_upstream, extract_answer_upstream, scoring_mode
 from audioeval.cli import main
 from audioeval.models.base import Model
-from audioeval.parsers.alice import alice_answer
 from audioeval.resources import metrics_dir
 from audioeval.scoring import load_metric
 from audioeval.types import Request, Response

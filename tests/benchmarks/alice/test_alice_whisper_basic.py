@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from audioeval.alice.whisper_basic import BasicTextNormalizer
+from audioeval.benchmarks.alice.whisper_basic import BasicTextNormalizer
 from audioeval.requirements import needs_of_files
 from audioeval.resources import metrics_dir
 
@@ -28,5 +28,5 @@ def test_matches_whisper_basic_text_normalizer():
 
 def test_alice_scoring_needs_no_transformers():
     needed = {n.package for n in needs_of_files([metrics_dir() / "alice_task" / "alice_task.py"])}
-    assert "jiwer" in needed  # the check does follow alice_task into audioeval.alice.wer
+    assert "jiwer" in needed  # the check does follow alice_task into audioeval.benchmarks.alice.wer
     assert "transformers" not in needed

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import soundfile
 
-from audioeval.audioicl.common import TASK_IDS
+from audioeval.benchmarks.audioicl.common import TASK_IDS
 from audioeval.builders import load_builder_class, make_builder
 from audioeval.errors import ConfigError, DataError
 
@@ -169,7 +169,7 @@ def test_word_list_errors_and_custom_list(tmp_path):
 
 
 def test_shipped_word_list_is_five_letter_words():
-    path = Path(__file__).resolve().parents[1] / "datasets_builders" / "audioicl_bench" / "words5.txt"
+    path = Path(__file__).resolve().parents[3] / "datasets_builders" / "audioicl_bench" / "words5.txt"
     words = [w for w in path.read_text().split("\n") if w and not w.startswith("#")]
     assert len(words) >= 300 and len(set(words)) == len(words)
     assert all(len(w) == 5 and w.isalpha() and w.islower() for w in words)

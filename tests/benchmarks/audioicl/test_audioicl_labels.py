@@ -375,7 +375,7 @@ def _detect(ep: dict, k: int) -> str:
 
 
 def test_anomaly_labels_are_consistent_and_detectable_when_faults_are_strong():
-    from audioeval.audio.machines import APPLICABLE_ANOMALIES
+    from audioeval.benchmarks.audioicl.sounds.machines import APPLICABLE_ANOMALIES
 
     eps = episodes("anomaly_detect", max_shots=3, anomaly_seconds=2.0, anomaly_strength_db=0.0)
     correct, anomalous_queries = 0, 0

@@ -1,4 +1,4 @@
-"""AudioICL-Bench parsers and the audioicl_accuracy metric, case by case as the paper scores."""
+"""AudioICL-Bench parsers and the exact_match metric, case by case as the paper scores."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from audioeval.parsers import get_parser
 from audioeval.scoring import load_metric
 
-METRIC = Path(__file__).resolve().parents[1] / "metrics" / "audioicl_accuracy"
+METRIC = Path(__file__).resolve().parents[3] / "metrics" / "exact_match"
 
 
 @pytest.mark.parametrize(

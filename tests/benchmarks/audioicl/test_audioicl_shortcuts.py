@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from audioeval.audioicl.common import TASK_IDS
+from audioeval.benchmarks.audioicl.common import TASK_IDS
 from audioeval.builders import make_builder
 from audioeval.errors import ModelError
 from audioeval.models import create_model

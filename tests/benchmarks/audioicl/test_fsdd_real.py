@@ -11,8 +11,8 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from audioeval.audio.corpora import load_audio
-from audioeval.audioicl import operator as operator_task
+from audioeval.benchmarks.audioicl import operator as operator_task
+from audioeval.benchmarks.audioicl.sounds.corpora import load_audio
 from audioeval.builders import row_to_episode
 from tests.conftest import run_cli
 from tests.shared_corpora import needs_corpus, shared_corpus

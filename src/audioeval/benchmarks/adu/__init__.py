@@ -2,5 +2,5 @@
 Models"): its taxonomy, query files, audio rendering, the ADU-Bench folder layout and human agreement.
 
 The episode builder is `datasets_builders/adu_bench/adu_bench.py`, the tasks are under `tasks/adu_bench/`,
-the judge metric is `metrics/adu_judge_score/` and the report is `audioeval.reports.adu`.
+the judge metric is `metrics/adu_judge_score/` and the report is `audioeval.benchmarks.adu.report`.
 """

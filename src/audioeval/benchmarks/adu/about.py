@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from audioeval.about import BenchmarkAbout, Corpus, Download
-from audioeval.adu.domains import DATASETS
-from audioeval.adu.upstream import read_dataset
+from audioeval.benchmarks.adu.domains import DATASETS
+from audioeval.benchmarks.adu.upstream import read_dataset
 
 
 def _check_release(root: Path) -> None:

@@ -6,7 +6,7 @@ preference: A when score_A - score_B > tie_margin, B when it is < -tie_margin, e
 agreement is the share of human judgments the judge preference matches, per dataset and overall, with a
 95% bootstrap CI.
 
-    python -m audioeval.adu.agreement --samples_a RUN_A --samples_b RUN_B --human prefs.jsonl
+    python -m audioeval.benchmarks.adu.agreement --samples_a RUN_A --samples_b RUN_B --human prefs.jsonl
 
 RUN_A / RUN_B: run folders (their samples_adu_*.jsonl are read; run with --log_samples) or samples files.
 prefs.jsonl, one human judgment per line: {"id": "<episode_id from the samples>", "preference": "A"}; an
@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from audioeval.adu.domains import DATASETS
-from audioeval.adu.jsonl import read_jsonl
+from audioeval.benchmarks.adu.domains import DATASETS
+from audioeval.benchmarks.adu.jsonl import read_jsonl
 from audioeval.errors import AudioEvalError, DataError, UsageError, close_matches
 from audioeval.stats import Aggregation, stable_seed, summarize
 
@@ -176,7 +176,7 @@ def markdown(result: dict[str, Any], label_a: str, label_b: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
-        prog="python -m audioeval.adu.agreement",
+        prog="python -m audioeval.benchmarks.adu.agreement",
         description="Agreement of LLM-judge preferences with human pairwise preferences (ADU-Bench Table 3).",
     )
     p.add_argument(

@@ -12,8 +12,8 @@ from typing import Any
 import datasets
 import numpy as np
 
-from audioeval.adu.queries import QueryItem
 from audioeval.audio.wav import PCM16_SCALE, decode_wav, encode_wav
+from audioeval.benchmarks.adu.queries import QueryItem
 from audioeval.types import AudioClip
 
 VARIATION_COLUMNS = ("speaker", "gender", "voice", "rate", "pitch", "volume", "contour", "pause")

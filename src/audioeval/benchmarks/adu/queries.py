@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from audioeval.adu.domains import DATASETS, DOMAINS, LANGUAGES, canonical_domain
-from audioeval.adu.jsonl import read_jsonl
+from audioeval.benchmarks.adu.domains import DATASETS, DOMAINS, LANGUAGES, canonical_domain
+from audioeval.benchmarks.adu.jsonl import read_jsonl
 from audioeval.errors import DataError, close_matches
 
 REQUIRED = ("id", "dataset", "question", "reference")

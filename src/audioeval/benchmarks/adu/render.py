@@ -18,9 +18,9 @@ from html import escape
 
 import numpy as np
 
-from audioeval.adu.domains import LANGUAGES
-from audioeval.adu.queries import PAUSE_MARK, QueryItem
 from audioeval.audio.speech import synthesize
+from audioeval.benchmarks.adu.domains import LANGUAGES
+from audioeval.benchmarks.adu.queries import PAUSE_MARK, QueryItem
 from audioeval.stats import stable_seed
 
 SPEAKERS: tuple[tuple[str, str], ...] = (("m1", "male"), ("m3", "male"), ("f2", "female"), ("f5", "female"))

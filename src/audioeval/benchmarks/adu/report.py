@@ -3,13 +3,13 @@ one row per judge), Figure 2 and Tables 11-22 (per domain, both orders and each 
 Figure 3(c) (each judge's two orders and its position bias), with 95% bootstrap CIs, the n behind every
 number, and counts of empty responses, model errors and judge failures (out-of-range verdicts among them).
 
-Dataset means follow the paper's arithmetic (`audioeval.adu.domains.domain_weight`): the mean of each
+Dataset means follow the paper's arithmetic (`audioeval.benchmarks.adu.domains.domain_weight`): the mean of each
 domain, combined with the domain weights, bootstrapped within domains — the same aggregation as the
 `score` columns in results.json. A judge's two orders and its position bias are computed over the same
 items: those where both orders succeeded.
 
 Written into the run folder as adu_bench_report.md, adu_bench_report.json and adu_bench_domains.png.
-`python -m audioeval.reports.adu RUN_DIR [RUN_DIR ...]` prints Table 2 with one row per run and judge.
+`python -m audioeval.benchmarks.adu.report RUN_DIR [RUN_DIR ...]` prints Table 2 with one row per run and judge.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from typing import Any
 
 import numpy as np
 
-from audioeval.adu.domains import DATASETS, DOMAINS, domain_stratum, domain_weight
+from audioeval.benchmarks.adu.domains import DATASETS, DOMAINS, domain_stratum, domain_weight
+from audioeval.benchmarks.adu.report_text import markdown, table2
 from audioeval.errors import UsageError
-from audioeval.reports import ReportContext
-from audioeval.reports.adu_text import markdown, table2
+from audioeval.reports import ReportContext, register
 from audioeval.stats import Aggregation, MetricSummary, stable_seed, summarize, summarize_group
 
 log = logging.getLogger("audioeval")
@@ -235,8 +235,9 @@ def _warn_about_failures(summary: dict[str, Any]) -> None:
         log.warning("ADU-Bench: %d empty model responses, scored 0 (empty_response_rate)", empty)
 
 
+@register("adu_bench")
 def report(ctx: ReportContext) -> list[Path]:
-    from audioeval.reports.adu_plot import plot
+    from audioeval.benchmarks.adu.report_plot import plot
 
     items = collect(ctx)
     if not items:
@@ -278,7 +279,7 @@ def combine(run_dirs: list[Path]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m audioeval.reports.adu",
+        prog="python -m audioeval.benchmarks.adu.report",
         description="ADU-Bench Table 2 across several runs (one row per run and judge).",
     )
     parser.add_argument("run_dirs", nargs="+", type=Path)

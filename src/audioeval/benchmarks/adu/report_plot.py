@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from audioeval.adu.domains import DATASETS, domain_label
+from audioeval.benchmarks.adu.domains import DATASETS, domain_label
 
 NO_SCORE_LABEL = "no score"
 COLORS = ("#4C72B0", "#55A868", "#C44E52", "#8172B2", "#CCB974", "#64B5CD")

@@ -1,13 +1,13 @@
 """The ADU-Bench report as Markdown: Table 2 (one row per model and judge, every cell with its n and judge
 failures), each judge's two orders and position bias (Tables 9/10), per-domain scores in both orders and
 each order (Figure 2, Tables 11-22), counts and the variation breakdown. Reads the summary that
-`audioeval.reports.adu.summarise` builds."""
+`audioeval.benchmarks.adu.report.summarise` builds."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from audioeval.adu.domains import DATASETS, domain_label
+from audioeval.benchmarks.adu.domains import DATASETS, domain_label
 
 # the paper's per-domain tables of each dataset (reference first, then response first)
 PAPER_DOMAIN_TABLES = {

@@ -19,11 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from audioeval.adu.domains import DATASETS, LANGUAGES, canonical_domain, language_of_domain, slug
-from audioeval.adu.jsonl import read_jsonl
-from audioeval.adu.queries import QueryItem
 from audioeval.audio.dsp import resample
 from audioeval.audio.wav import decode_wav
+from audioeval.benchmarks.adu.domains import DATASETS, LANGUAGES, canonical_domain, language_of_domain, slug
+from audioeval.benchmarks.adu.jsonl import read_jsonl
+from audioeval.benchmarks.adu.queries import QueryItem
 from audioeval.errors import DataError
 
 log = logging.getLogger("audioeval")

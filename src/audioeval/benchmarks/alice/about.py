@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from audioeval.about import BenchmarkAbout, Corpus, Download
-from audioeval.alice.layout import SpeechIFEvalData, resolve_paths
-from audioeval.alice.source import LocalSource
+from audioeval.benchmarks.alice.layout import SpeechIFEvalData, resolve_paths
+from audioeval.benchmarks.alice.source import LocalSource
 
 
 def _check_copy(root: Path) -> None:

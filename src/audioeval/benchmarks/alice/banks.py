@@ -8,7 +8,7 @@ between the only pair of double quotes, which is what the alignment rewrite repl
 
 from __future__ import annotations
 
-from audioeval.alice import constraints as C
+from audioeval.benchmarks.alice import constraints as C
 
 EMOTIONS = ("neutral", "happy", "sad", "angry")
 

@@ -8,7 +8,7 @@ Where Speech-IFEval's check is the same as Google IFEval's, the class from lm-ev
 - bullet lists: a literal backslash-n counts as a line break, and lines starting with `•` or a digit count
   as bullets too; paragraphs: the stripped response is split on `***` *or* on line breaks.
 
-Sentences are counted with NLTK's English Punkt model shipped as a package (audioeval.alice.sentences), so
+Sentences are counted with NLTK's English Punkt model shipped as a package (audioeval.benchmarks.alice.sentences), so
 the sentence-count check runs offline.
 
 Three checks are re-implemented with the same results as the regular expressions they stand for, in
@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from audioeval.alice import constraints as C
-from audioeval.alice.sentences import count_sentences
+from audioeval.benchmarks.alice import constraints as C
+from audioeval.benchmarks.alice.sentences import count_sentences
 
 
 @cache

@@ -26,10 +26,10 @@ from typing import Any
 
 import numpy as np
 
-from audioeval.alice import banks as B
-from audioeval.alice import constraints as C
-from audioeval.alice import cot
-from audioeval.alice.items import AudioRef, PoolEntry, PoolKey, TestItem
+from audioeval.benchmarks.alice import banks as B
+from audioeval.benchmarks.alice import constraints as C
+from audioeval.benchmarks.alice import cot
+from audioeval.benchmarks.alice.items import AudioRef, PoolEntry, PoolKey, TestItem
 
 EVAL_VOICES = {"male": ("m1", "m2", "m3", "m4"), "female": ("f1", "f2", "f3")}
 DEMO_VOICES = {"male": ("m5", "m6", "m7"), "female": ("f4", "f5")}

@@ -16,8 +16,8 @@ from __future__ import annotations
 import random
 import re
 
-from audioeval.alice import constraints as C
-from audioeval.alice.items import PoolEntry, TestItem
+from audioeval.benchmarks.alice import constraints as C
+from audioeval.benchmarks.alice.items import PoolEntry, TestItem
 
 SHUFFLE_BASE = 42
 _QUOTED = re.compile(r'"([^"]*)"')

@@ -20,9 +20,9 @@ from typing import Any
 
 import datasets
 
-from audioeval.alice.demos import SHUFFLE_BASE, align, demo_order
-from audioeval.alice.items import PoolEntry, TestItem
 from audioeval.audio.wav import decode_wav, encode_wav
+from audioeval.benchmarks.alice.demos import SHUFFLE_BASE, align, demo_order
+from audioeval.benchmarks.alice.items import PoolEntry, TestItem
 from audioeval.types import AudioClip
 
 

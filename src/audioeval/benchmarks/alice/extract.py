@@ -18,8 +18,8 @@ import json
 import re
 from typing import Any
 
-from audioeval.alice import constraints as C
-from audioeval.alice.checkers import as_text, title_spans
+from audioeval.benchmarks.alice import constraints as C
+from audioeval.benchmarks.alice.checkers import as_text, title_spans
 
 EMOTIONS = ("neutral", "happy", "sad", "angry")
 GENDER_WORDS = {"male": "male", "female": "female", "man": "male", "woman": "female"}

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from audioeval.alice import constraints as C
-from audioeval.alice.audiofile import audio_problem, load_audio
-from audioeval.alice.items import AudioRef, PoolEntry, PoolKey, TestItem
+from audioeval.benchmarks.alice import constraints as C
+from audioeval.benchmarks.alice.audiofile import audio_problem, load_audio
+from audioeval.benchmarks.alice.items import AudioRef, PoolEntry, PoolKey, TestItem
 from audioeval.errors import DataError
 
 DATASET_TASK = {

@@ -1,13 +1,13 @@
-"""ALICE's answer parser: undo the item's own output format (see audioeval.alice.extract)."""
+"""ALICE's answer parser: undo the item's own output format (see audioeval.benchmarks.alice.extract)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from audioeval.alice import constraints as C
-from audioeval.alice.checkers import as_text
-from audioeval.alice.extract import extract_answer
-from audioeval.alice.upstream import extract_answer_upstream, scoring_mode
+from audioeval.benchmarks.alice import constraints as C
+from audioeval.benchmarks.alice.checkers import as_text
+from audioeval.benchmarks.alice.extract import extract_answer
+from audioeval.benchmarks.alice.upstream import extract_answer_upstream, scoring_mode
 from audioeval.parsers import register
 
 
@@ -16,7 +16,7 @@ def alice_answer(response: Any, sample_info: dict[str, Any] | None = None) -> st
     """The answer in a response: for closed-ended items the constraint's format undone (JSON value, quotes,
     title brackets, repeated phrase, end phrase); for chain-of-thought items the whole response (the judge
     reads it). None (a parse failure) when nothing is left. With the task parameter `scoring=upstream`, the
-    format is undone exactly as upstream's evaluation script does (audioeval.alice.upstream)."""
+    format is undone exactly as upstream's evaluation script does (audioeval.benchmarks.alice.upstream)."""
     text = as_text(response)
     if not text.strip():
         return None

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from audioeval.reports import ReportContext
+from audioeval.reports import ReportContext, register
 from audioeval.stats import Aggregation, stable_seed, summarize
 
 GROUP_A = ("asr", "ser", "gr", "mmau")
@@ -268,7 +268,7 @@ def plot_performance(ctx: ReportContext, category: str, path: Path) -> Path | No
 
 
 def _group_table(ctx: ReportContext) -> str:
-    from audioeval.alice.constraints import CEQ_GROUPS
+    from audioeval.benchmarks.alice.constraints import CEQ_GROUPS
 
     lines = ["| stage | " + " | ".join(CEQ_GROUPS) + " |", "|---|" + "---|" * len(CEQ_GROUPS)]
     tasks = _alice_tasks(ctx)
@@ -309,6 +309,7 @@ def _judge_section(ctx: ReportContext) -> str:
     return "\n".join(lines)
 
 
+@register("alice")
 def write_report(ctx: ReportContext) -> list[Path]:
     if not _alice_tasks(ctx):
         return []

@@ -6,9 +6,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol
 
-from audioeval.alice.corpus import BuiltinCorpus, builtin_corpus
-from audioeval.alice.items import PoolEntry, PoolKey, TestItem, stratified_order
-from audioeval.alice.layout import LayoutPaths, SpeechIFEvalData, resolve_paths
+from audioeval.benchmarks.alice.corpus import BuiltinCorpus, builtin_corpus
+from audioeval.benchmarks.alice.items import PoolEntry, PoolKey, TestItem, stratified_order
+from audioeval.benchmarks.alice.layout import LayoutPaths, SpeechIFEvalData, resolve_paths
 
 PATH_OPTIONS = ("ceq_file", "cot_file", "test_audio_dir", "pool_file", "pool_audio_dir", "mmau_map_files")
 

@@ -1,6 +1,6 @@
 """CEQ answer scoring exactly as ALICE's `eval_scripts/evaluation_main.py` does it, known bugs included.
 
-`--task_args scoring=upstream` uses these functions instead of audioeval.alice.extract, so that a run can be
+`--task_args scoring=upstream` uses these functions instead of audioeval.benchmarks.alice.extract, so that a run can be
 compared with published numbers. They reproduce upstream's behaviour (written here from its description in
 docs/alice.md), including what audioeval's default scoring fixes:
 
@@ -23,9 +23,9 @@ import json
 import re
 from typing import Any
 
-from audioeval.alice import constraints as C
-from audioeval.alice.checkers import as_text
-from audioeval.alice.extract import strip_outer_quotes
+from audioeval.benchmarks.alice import constraints as C
+from audioeval.benchmarks.alice.checkers import as_text
+from audioeval.benchmarks.alice.extract import strip_outer_quotes
 
 SCORING_MODES = ("fixed", "upstream")
 

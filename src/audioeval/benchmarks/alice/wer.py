@@ -12,7 +12,7 @@ import re
 from functools import cache
 from typing import Any
 
-from audioeval.alice.checkers import as_text
+from audioeval.benchmarks.alice.checkers import as_text
 
 _NOT_AZ = re.compile(r"[^A-Z']+")
 
@@ -23,7 +23,7 @@ def alice_normalize(text: Any) -> str:
 
 @cache
 def _basic_normalizer() -> Any:
-    from audioeval.alice.whisper_basic import BasicTextNormalizer
+    from audioeval.benchmarks.alice.whisper_basic import BasicTextNormalizer
 
     return BasicTextNormalizer()
 

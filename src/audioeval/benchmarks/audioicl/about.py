@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from audioeval.about import BenchmarkAbout, Corpus, Download
-from audioeval.audio.corpora import (
+from audioeval.benchmarks.audioicl.sounds.corpora import (
     DistractorCorpus,
     MachineCorpus,
     OneShotCorpus,

@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from audioeval.audio import machines
-from audioeval.audio.corpora import load_audio
 from audioeval.audio.dsp import cap_peak
-from audioeval.audioicl.common import QUERY_SLOT, Settings, clip, episode, episode_rng, slot_rng
+from audioeval.benchmarks.audioicl.common import QUERY_SLOT, Settings, clip, episode, episode_rng, slot_rng
+from audioeval.benchmarks.audioicl.sounds import machines
+from audioeval.benchmarks.audioicl.sounds.corpora import load_audio
 
 LABELS = ("Normal", "Anomalous")
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from audioeval.audio.morse import MorseStyle
-from audioeval.audioicl.sources import Digits, Distractors, Machines, OneShots
+from audioeval.benchmarks.audioicl.sounds.morse import MorseStyle
+from audioeval.benchmarks.audioicl.sources import Digits, Distractors, Machines, OneShots
 from audioeval.types import AudioClip
 
 # Stable numeric ids: part of every episode's seed, so never renumber them.

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from audioeval.audio.dsp import cap_peak, fade, mix_at_snr, seconds_to_samples
-from audioeval.audioicl.common import QUERY_SLOT, Settings, clip, episode, episode_rng, slot_rng
+from audioeval.benchmarks.audioicl.common import QUERY_SLOT, Settings, clip, episode, episode_rng, slot_rng
 
 COUNTS = tuple(range(1, 9))
 CANVAS_S = 10.0

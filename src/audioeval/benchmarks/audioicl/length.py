@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from audioeval.audio.dsp import cap_peak, normalize_peak, seconds_to_samples
-from audioeval.audioicl.common import QUERY_SLOT, Settings, clip, episode, slot_rng
+from audioeval.benchmarks.audioicl.common import QUERY_SLOT, Settings, clip, episode, slot_rng
 
 LENGTHS = tuple(range(1, 21))
 NOISE_RMS = 0.02

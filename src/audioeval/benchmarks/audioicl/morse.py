@@ -14,8 +14,8 @@ import dataclasses
 import string
 from typing import Any
 
-from audioeval.audio import morse
-from audioeval.audioicl.common import QUERY_SLOT, Settings, clip, episode, episode_rng, slot_rng
+from audioeval.benchmarks.audioicl.common import QUERY_SLOT, Settings, clip, episode, episode_rng, slot_rng
+from audioeval.benchmarks.audioicl.sounds import morse
 
 CANDIDATES = 32
 SPEED_CHANGE = (0.05, 0.15)  # shortcut_free MorseLetter query: relative speed change, either direction

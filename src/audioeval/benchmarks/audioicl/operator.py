@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from audioeval.audio.dsp import cap_peak, fade, seconds_to_samples, trim_silence
-from audioeval.audioicl.common import QUERY_SLOT, Settings, clip, episode, episode_rng, slot_rng
+from audioeval.benchmarks.audioicl.common import QUERY_SLOT, Settings, clip, episode, episode_rng, slot_rng
 
 OPERATORS = ("+", "-", "*")
 VARIANTS = 8

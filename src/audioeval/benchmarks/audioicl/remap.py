@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from audioeval.audio.dsp import seconds_to_samples
-from audioeval.audioicl.common import QUERY_SLOT, Settings, clip, episode, episode_rng, slot_rng
+from audioeval.benchmarks.audioicl.common import QUERY_SLOT, Settings, clip, episode, episode_rng, slot_rng
 
 PATTERNS = ("AAB", "ABA", "BAB", "BAA", "ABB", "BBA")
 ALL_PATTERNS = tuple("".join(p) for p in itertools.product("AB", repeat=3))

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from audioeval.models.shortcut import ShortcutModel
-from audioeval.reports import ReportContext
+from audioeval.reports import ReportContext, register
 from audioeval.scoring import SampleToScore
 
 log = logging.getLogger("audioeval")
@@ -275,6 +275,7 @@ def plot(records: list[dict[str, Any]], path: Path) -> Path:
     return path
 
 
+@register("audioicl_bench")
 def write_report(ctx: ReportContext) -> list[Path]:
     records = collect(ctx)
     if not records:

@@ -11,10 +11,16 @@ from typing import Any
 
 import numpy as np
 
-from audioeval.audio import distractors, percussion
-from audioeval.audio.corpora import DistractorCorpus, MachineCorpus, OneShotCorpus, SpokenDigitCorpus
-from audioeval.audio.digits import DigitVoice, draw_voice, speak_digit
+from audioeval.audio import distractors
 from audioeval.audio.dsp import cap_peak, fade, fit_length, trim_silence
+from audioeval.benchmarks.audioicl.sounds import percussion
+from audioeval.benchmarks.audioicl.sounds.corpora import (
+    DistractorCorpus,
+    MachineCorpus,
+    OneShotCorpus,
+    SpokenDigitCorpus,
+)
+from audioeval.benchmarks.audioicl.sounds.digits import DigitVoice, draw_voice, speak_digit
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,9 @@ import numpy as np
 from scipy.cluster.hierarchy import fcluster, linkage
 from scipy.spatial.distance import squareform
 
-from audioeval.audioicl.operator import evaluate  # the task's arithmetic: x binds tighter than + and -
+from audioeval.benchmarks.audioicl.operator import (
+    evaluate,  # the task's arithmetic: x binds tighter than + and -
+)
 from audioeval.models.dsp_oracle.method import Method, Prediction
 from audioeval.models.dsp_oracle.signal import dtw_distance, islands, max_normalized_correlation, mfcc_frames
 from audioeval.models.dsp_oracle.view import Clip, OracleView
