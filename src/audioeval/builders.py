@@ -9,7 +9,7 @@ by the harness derive from `EpisodeBuilder` and implement two pure methods:
 An episode is a dict:
 
     {"id": str, "index": int,
-     "context": [clip, ...],                      # reference clips shown before the demos (e.g. a Morse bank)
+     "context": [clip, ...],                      # reference clips shown before the demos (e.g. a bank of reference sounds)
      "demos": [{"clips": [clip, ...], "label": str, **fields}, ...],   # max_shots of them, nested across k
      "query": {"clips": [clip, ...], "label": str, **fields},
      "metadata": {...}}                           # JSON-ready facts that justify the label

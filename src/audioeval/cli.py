@@ -48,7 +48,7 @@ def _shots(text: str) -> list[int]:
 def run_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="audioeval",
-        description="Evaluate audio-language models on ALICE, AudioICL-Bench and ADU-Bench. "
+        description="Evaluate audio-language models on the benchmarks under tasks/ (`--tasks list` shows them). "
         "Subcommands: `audioeval build ...` and `audioeval push ...` export datasets (see `audioeval build -h`); "
         "`audioeval view RUN_DIR` looks at and listens to a run (see `audioeval view -h`); `audioeval corpora` lists "
         "the real corpora the builders read and downloads them.",

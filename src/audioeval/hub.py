@@ -39,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "benchmark",
-        help="a builder in datasets_builders/ (audioicl_bench, alice, adu_bench) or a builder .py file",
+        help=f"a builder in datasets_builders/ ({', '.join(builder_names())}) or a builder .py file",
     )
     p.add_argument(
         "--output_dir", required=True, help="destination folder (must not exist, or pass --overwrite)"

@@ -54,7 +54,7 @@ _EXAMPLES = {
     "--gen_kwargs": "max_new_tokens=64,temperature=0",
     "--task_args": "prompt_style=general,n_episodes=50",
     "--judge_args": "model=gpt-4o,base_url=http://127.0.0.1:8000/v1",
-    "--builder_args": "seed=3,morse_wpm=25",
+    "--builder_args": "seed=3,n_episodes=25",
 }
 
 

@@ -1,7 +1,7 @@
 """`datasets.load_dataset("<benchmark>", "<config>")` by name, offline, once `audioeval` is imported.
 
     import audioeval, datasets
-    ds = datasets.load_dataset("audioicl_bench", "audio_count", split="test", n_episodes=50, seed=1)
+    ds = datasets.load_dataset("<benchmark>", "<config>", split="test", n_episodes=50, seed=1)
 
 `datasets` >= 4 runs no loading scripts, and a bare name it does not know is looked up on the Hub. audioeval
 therefore answers for the names of its own builders (the folders of datasets_builders/) inside

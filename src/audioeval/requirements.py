@@ -148,7 +148,7 @@ def is_installed(package: str) -> bool:
 
 
 def check_installed(pieces: dict[str, Iterable[Path]]) -> None:
-    """pieces: a name for the user (e.g. "--model openai", "metric alice_task of task x") -> its source files.
+    """pieces: a name for the user (e.g. "--model openai", "metric m of task x") -> its source files.
     Raises UsageError listing every missing package, who needs it and how to install it."""
     missing: dict[str, tuple[list[str], Need]] = {}
     for who, files in pieces.items():

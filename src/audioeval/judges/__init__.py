@@ -1,4 +1,4 @@
-"""LLM judges (shared by ALICE and ADU-Bench). Filled in by judges/panel.py."""
+"""LLM judges scoring responses for the tasks that declare a `judge:` block. Filled in by judges/panel.py."""
 
 from __future__ import annotations
 

@@ -75,7 +75,9 @@ def load_roles(task: Any) -> list[JudgeRole]:
             raise ConfigError(
                 f"{where}: judge role {name!r} has unknown key(s) {sorted(bad)}; allowed: {sorted(ROLE_KEYS)}."
             )
-        reader = VERDICTS.resolve(role["verdict"], task.config.dir_of("judge"), f"{where}: judge role {name!r}")
+        reader = VERDICTS.resolve(
+            role["verdict"], task.config.dir_of("judge"), f"{where}: judge role {name!r}"
+        )
         path = (task.config.dir_of("judge") / role["template"]).resolve()
         if not path.is_file():
             raise ConfigError(f"{where}: judge role {name!r}: template {path} does not exist.")

@@ -17,7 +17,7 @@ def identity(response: str) -> str | None:
 
 @register("last_integer")
 def last_integer(response: str) -> str | None:
-    """The last integer in the response (AudioICL-Bench's rule for integer-label tasks)."""
+    """The last integer in the response (the usual rule for integer labels)."""
     found = _INT.findall(response)
     return str(int(found[-1])) if found else None
 

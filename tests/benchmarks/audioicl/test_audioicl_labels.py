@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy.signal import fftconvolve, stft
 
-from audioeval.audio import percussion
+from audioeval.benchmarks.audioicl.sounds import percussion
 from audioeval.builders import make_builder
 
 N_EPISODES = 50

@@ -7,23 +7,12 @@ from typing import Any
 
 import numpy as np
 
+from audioeval.benchmarks.audioicl.configs import CONFIGS
 from audioeval.benchmarks.audioicl.sounds.morse import MorseStyle
 from audioeval.benchmarks.audioicl.sources import Digits, Distractors, Machines, OneShots
 from audioeval.types import AudioClip
 
-# Stable numeric ids: part of every episode's seed, so never renumber them.
-TASK_IDS = {
-    "audio_count": 1,
-    "audio_count_hard": 2,
-    "audio_length": 3,
-    "audio_length_hard": 4,
-    "audio_operator": 5,
-    "audio_operator_hard": 6,
-    "audio_remap": 7,
-    "morse_code": 8,
-    "anomaly_detect": 9,
-    "morse_letter": 10,
-}
+TASK_IDS = {name: spec.task_id for name, spec in CONFIGS.items()}  # seeds every episode (configs.py)
 QUERY_SLOT = 0
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.signal import stft
 
+from audioeval.benchmarks.audioicl.configs import configs_of
 from audioeval.models.dsp_oracle.method import Method, Prediction
 from audioeval.models.dsp_oracle.view import Clip, OracleView
 
@@ -36,7 +37,7 @@ def features(clip: Clip) -> np.ndarray:
 
 
 class AnomalyMethod(Method):
-    tasks = ("anomaly_detect",)
+    tasks = configs_of("anomaly")
     name = "distance to the normal demos"
     needs_demos = True
 

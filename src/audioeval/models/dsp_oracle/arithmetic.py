@@ -26,6 +26,7 @@ import numpy as np
 from scipy.cluster.hierarchy import fcluster, linkage
 from scipy.spatial.distance import squareform
 
+from audioeval.benchmarks.audioicl.configs import configs_of
 from audioeval.benchmarks.audioicl.operator import (
     evaluate,  # the task's arithmetic: x binds tighter than + and -
 )
@@ -136,7 +137,7 @@ def solve(demos: list[tuple[Item, int]], query: Item, sounds: int) -> Counter:
 
 
 class ArithmeticMethod(Method):
-    tasks = ("audio_operator", "audio_operator_hard")
+    tasks = configs_of("operator")
     name = "digit template matching and operator induction"
     needs_demos = True
 

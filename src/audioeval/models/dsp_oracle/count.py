@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.signal import find_peaks
 
+from audioeval.benchmarks.audioicl.configs import configs_of
 from audioeval.models.dsp_oracle.method import Method, Prediction
 from audioeval.models.dsp_oracle.signal import match_score
 from audioeval.models.dsp_oracle.view import Clip, OracleView
@@ -65,7 +66,7 @@ def fit_threshold(demo_peaks: list[np.ndarray], counts: list[int]) -> tuple[int,
 
 
 class CountMethod(Method):
-    tasks = ("audio_count", "audio_count_hard")
+    tasks = configs_of("count")
     name = "matched-filter event counting"
     needs_demos = True
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from audioeval.benchmarks.audioicl.configs import configs_of
 from audioeval.models.dsp_oracle.method import Method, Prediction
 from audioeval.models.dsp_oracle.signal import frame_db
 from audioeval.models.dsp_oracle.view import Clip, OracleView
@@ -38,7 +39,7 @@ def fit(measure: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
 
 
 class LengthMethod(Method):
-    tasks = ("audio_length", "audio_length_hard")
+    tasks = configs_of("length")
     name = "energy-threshold duration with a fitted scale"
     needs_demos = True
 

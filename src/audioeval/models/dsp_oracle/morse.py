@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from audioeval.benchmarks.audioicl.configs import configs_of
 from audioeval.models.dsp_oracle.method import Method, Prediction
 from audioeval.models.dsp_oracle.signal import dominant_frequency, on_off_runs, tone_envelope
 from audioeval.models.dsp_oracle.view import Clip, OracleView
@@ -105,7 +106,7 @@ class MorseDecoder:
 
 
 class MorseMethod(Method):
-    tasks = ("morse_code", "morse_letter")
+    tasks = configs_of("morse")
     name = "tone on/off decoding with the reference bank"
     needs_demos = False
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from audioeval.benchmarks.audioicl.configs import configs_of
 from audioeval.models.dsp_oracle.method import Method, Prediction
 from audioeval.models.dsp_oracle.view import OracleView
 
@@ -56,7 +57,7 @@ def tile(mix: np.ndarray, anchors: dict[str, np.ndarray], segments: int | None) 
 
 
 class RemapMethod(Method):
-    tasks = ("audio_remap",)
+    tasks = configs_of("remap")
     name = "segment-to-anchor matching"
     needs_demos = False
 
