@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
+from audioeval.benchmarks.audioicl.configs import CONFIGS
 from audioeval.errors import ConfigError, DataError, UsageError
 from audioeval.prepared import prepare_tasks
 from audioeval.registry import TaskRegistry
 from audioeval.types import AudioPart
+
+ROOT = Path(__file__).resolve().parents[3]
 
 NINE = [
     "audioicl_audio_count",
@@ -64,6 +68,16 @@ def test_groups_and_defaults(registry):
         )
         assert config.parameters["prompt_style"].default == "specific"
     assert registry.tasks["audioicl_morse_letter"].num_fewshot == [0]
+
+
+def test_every_config_has_its_task_and_its_instruction_and_nothing_else(registry):
+    """The configs are listed once (configs.py); the task files and the instruction table follow that list."""
+    tasks = {name for name, t in registry.tasks.items() if t.builder == "audioicl_bench"}
+    assert tasks == {f"audioicl_{c}" for c in CONFIGS}
+    assert all(registry.tasks[f"audioicl_{c}"].builder_config == c for c in CONFIGS)
+    table = (ROOT / "tasks" / "audioicl_bench" / "_instructions.jinja").read_text()
+    named = set(re.findall(r'^\s*"(\w+)":', table, flags=re.MULTILINE))
+    assert named == set(CONFIGS)
 
 
 def test_paper_layout_single_clip(registry):

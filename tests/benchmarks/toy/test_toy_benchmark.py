@@ -1,0 +1,95 @@
+"""A fourth benchmark from one folder: tests/fixtures/toy brings its builder, templates, metrics, judge template,
+and its own parser, verdict reader and report (toy_hooks.py), run through --include_path with a judge on the
+fake OpenAI server. Nothing under src/audioeval names it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from audioeval.testing.fake_openai import FakeOpenAIServer, prompt_text
+from tests.conftest import free_port, latest_run, load_results, load_samples, run_cli
+
+TASK = "toy_bench_tones"
+MODEL_REPLIES = ("I hear a HIGH tone.", "low, surely", "no idea")
+
+
+def reply(body: dict) -> str:
+    if body.get("model") == "grader":
+        text = prompt_text(body)
+        reference = text.split("Reference: ")[1].split("\n")[0].strip()
+        response = text.split("Response: ")[1].strip().lower()
+        if "no idea" in response:
+            return "I cannot grade this."  # no `Grade:`: a judge failure, counted
+        return "Grade: PASS" if reference in response else "Grade: FAIL"
+    digest = hashlib.sha256(json.dumps(body["messages"], sort_keys=True).encode()).digest()
+    return MODEL_REPLIES[digest[0] % len(MODEL_REPLIES)]
+
+
+def test_a_benchmark_from_one_folder_runs_end_to_end_with_its_own_hooks(toy_dir, tmp_path):
+    with FakeOpenAIServer(reply=reply, port=free_port()) as server:
+        code, out, err = run_cli(
+            [
+                "--tasks",
+                "toy_bench",
+                "--include_path",
+                str(toy_dir),
+                "--model",
+                "openai",
+                "--model_args",
+                f"model=lalm,base_url={server.base_url}",
+                "--judge",
+                "openai",
+                "--judge_args",
+                f"model=grader,base_url={server.base_url},id=grader",
+                "--output_path",
+                str(tmp_path / "out"),
+                "--log_samples",
+                "--no_cache",
+                "--no_progress",
+                "--limit",
+                "8",
+            ]
+        )
+    assert code == 0, err
+    run_dir = latest_run(tmp_path / "out")
+    results = load_results(run_dir)
+    samples = load_samples(run_dir, TASK)
+    assert len(samples) == 16 and {s["response"] for s in samples} == set(MODEL_REPLIES)
+
+    # the folder's parser: the last low/high word, lower case; none is a parse failure
+    for s in samples:
+        expected = {"I hear a HIGH tone.": "high", "low, surely": "low", "no idea": None}[s["response"]]
+        assert s["parse_failure"] == (expected is None)
+        if expected is not None:
+            assert s["prediction"] == expected
+            assert s["scores"]["accuracy"] == float(expected == s["target"])
+
+    # the folder's verdict reader: `Grade: PASS|FAIL`; a reply without one is a judge failure, never a score
+    for s in samples:
+        verdict = s["judgments"]["graded"]["grader"]
+        if s["response"] == "no idea":
+            assert verdict["value"] is None and verdict["error"] == "unparsable verdict"
+            assert s["scores"]["grade"] is None
+        else:
+            assert verdict["value"] == float(s["target"] in s["response"].lower()) == s["scores"]["grade"]
+    failed = sum(s["response"] == "no idea" for s in samples)
+    assert results["judges"]["grader"]["failed_verdicts"] == failed > 0
+
+    # the folder's report: listed in results.json, showing the numbers results.json holds
+    report = run_dir / "toy_bench_report.md"
+    assert str(report) in results["reports"]
+    rows = report.read_text().splitlines()[2:]
+    assert len(rows) == 2
+    for shot, scores in results["results"][TASK].items():
+        cells = [json.dumps(scores[m]) for m in ("accuracy", "grade", "parse_failure_rate")]
+        assert f"| {TASK} | {shot} | " + " | ".join(cells) + " |" in rows
+    assert 0 < results["results"][TASK]["0-shot"]["parse_failure_rate"] < 1
+
+
+def test_the_core_names_none_of_the_folders_pieces():
+    src = Path(__file__).resolve().parents[3] / "src" / "audioeval"
+    for path in src.rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        assert "toy_hooks" not in text and "toy_bench" not in text, path
