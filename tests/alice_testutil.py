@@ -1,4 +1,4 @@
-"""Helpers shared by the ALICE tests (tests/test_alice_*.py)."""
+"""Helpers shared by the ALICE tests (tests/benchmarks/alice/)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ which ALICE applies to chain-of-thought ASR transcripts before WER.
 Copied in substance from the Whisper repository (openai/whisper, whisper/normalizers/basic.py, MIT licence,
 Copyright (c) 2022 OpenAI) as carried by Hugging Face transformers
 (transformers/models/whisper/english_normalizer.py, Apache License 2.0, Copyright 2022 The OpenAI team and
-The HuggingFace Team), so that scoring needs neither package. tests/test_alice_whisper_basic.py checks it
+The HuggingFace Team), so that scoring needs neither package. tests/benchmarks/alice/test_alice_whisper_basic.py checks it
 against the transformers copy when that is installed.
 """
 
