@@ -117,7 +117,7 @@ class BadModel(Model):
 def test_bad_responses_are_scored_or_counted_never_lost(tmp_path, monkeypatch):
     from audioeval import models
 
-    monkeypatch.setitem(models.MODEL_REGISTRY, "bad", ("tests.test_alice_cli", "BadModel", None))
+    monkeypatch.setitem(models.MODEL_REGISTRY, "bad", (__name__, "BadModel", None))
     tasks = "alice_s1_ser_ceq,alice_s1_asr_ceq,alice_s1_mmau_cot"
     run_dir = _run(tmp_path, "--tasks", tasks, "--model", "bad", "--limit", "7", "--num_fewshot", "0,1")
     results = json.loads((run_dir / "results.json").read_text())["results"]

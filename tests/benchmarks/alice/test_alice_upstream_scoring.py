@@ -110,9 +110,7 @@ def _accuracy(tmp_path: Path, scoring: str) -> dict:
 def test_run_with_upstream_scoring_reproduces_the_title_bug(tmp_path, monkeypatch):
     from audioeval import models
 
-    monkeypatch.setitem(
-        models.MODEL_REGISTRY, "titled-oracle", ("tests.test_alice_upstream_scoring", "TitledOracle", None)
-    )
+    monkeypatch.setitem(models.MODEL_REGISTRY, "titled-oracle", (__name__, "TitledOracle", None))
     fixed, upstream = _accuracy(tmp_path, "fixed"), _accuracy(tmp_path, "upstream")
     assert fixed["accuracy"] == 1.0
     # one item in seven is a title item: upstream deletes its answer; format compliance is the same
