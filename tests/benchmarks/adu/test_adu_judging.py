@@ -133,7 +133,8 @@ def test_the_correctness_prompt_is_the_same_for_built_in_and_released_items(tmp_
         with FakeOpenAIServer(reply=judge_reply("10", "10")) as server:
             run(server, tmp_path / folder, tasks="adu_ambiguity", limit=limit, task_args=task_args)
             prompts = [prompt_text(r) for r in judge_requests(server)]
-        return [p for p in prompts if item.reference in p]  # a pause item: its correctness prompts
+        # a pause item's correctness prompts, both orders (sorted: the two are sent at once, either may arrive first)
+        return sorted(p for p in prompts if item.reference in p)
 
     built_in = correctness_prompts({}, "8", "builtin")
     from_files = correctness_prompts({"data_dir": str(released)}, None, "released")
