@@ -52,8 +52,7 @@ class JudgeRole:
     name: str
     template: Any
     template_path: Path
-    verdict: str
-    read_verdict: Callable[[str], Any]
+    read_verdict: Callable[[str], Any]  # what `verdict:` names
     swap: bool
     when: Any
     max_tokens: int
@@ -87,7 +86,6 @@ def load_roles(task: Any) -> list[JudgeRole]:
                 name,
                 compile_file(env, path),
                 path,
-                role["verdict"],
                 reader,
                 bool(role.get("swap", False)),
                 when,

@@ -15,7 +15,6 @@ from pathlib import Path
 
 from audioeval.hooks import HookKind
 
-Parser = Callable[..., str | None]
 PARSERS = HookKind("parser", core_modules=("audioeval.parsers.common",), wing_module="parser")
 register = PARSERS.register
 
