@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from audioeval.evaluator import ScoreRow, score_arrays, score_names
 from audioeval.registry import TaskRegistry
+from audioeval.score_rows import ScoreRow, score_arrays, score_names
 from audioeval.scoring import TaskScorer
 from audioeval.stats import MetricSummary, stable_seed, summarize, summarize_group
 

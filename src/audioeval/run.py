@@ -17,7 +17,7 @@ from audioeval.cache import NoCache, ResponseCache
 from audioeval.distributed import Topology, collectively, init_topology
 from audioeval.endpoint_stats import EndpointStats
 from audioeval.errors import UsageError
-from audioeval.evaluator import EvalSettings, Evaluator, ScoreRow, TaskOutcome, TaskTiming
+from audioeval.evaluator import EvalSettings, Evaluator, TaskOutcome, TaskTiming
 from audioeval.models import create_model, get_model_class
 from audioeval.models.base import Model, check_model_args
 from audioeval.outputs import (
@@ -36,6 +36,7 @@ from audioeval.registry import TaskRegistry
 from audioeval.reports import ReportContext, run_reports
 from audioeval.requirements import check_installed, module_source
 from audioeval.run_health import failure_warnings, resume_note, unjudged_warning
+from audioeval.score_rows import ScoreRow
 from audioeval.stats import DEFAULT_RESAMPLES
 
 log = logging.getLogger("audioeval")
