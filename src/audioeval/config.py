@@ -38,6 +38,8 @@ TASK_KEYS = {
     "judge": "LLM judge settings: {templates: {...}, roles: ...}",
     "report": "module:function writing benchmark-specific tables and plots",
     "metadata": "free-form information kept in results.json",
+    "facets": "episode metadata fields (dotted for nested, e.g. variation.gender) whose values every metric is "
+    "also aggregated by, with CIs (results.json `facets`)",
 }
 
 GROUP_KEYS = {
@@ -160,6 +162,7 @@ class TaskConfig:
     judge: dict[str, Any] | None
     report: str | None
     metadata: dict[str, Any]
+    facets: tuple[str, ...] = ()
     param_values: dict[str, Any] = field(default_factory=dict)
     min_shots_reason: str = ""  # the parameter value that raised min_shots, e.g. "prompt_style=null"
     origins: dict[str, Path] = field(default_factory=dict)  # key -> folder of the file that declares it
@@ -397,6 +400,11 @@ def load_task_config(path: Path) -> TaskConfig:
     judge = data.get("judge")
     if judge is not None and not isinstance(judge, dict):
         raise ConfigError(f"{where('judge')}: `judge` must be a mapping.")
+    facets = data.get("facets") or []
+    if not isinstance(facets, list) or not all(isinstance(f, str) and f.strip() for f in facets):
+        raise ConfigError(
+            f"{where('facets')}: `facets` must be a list of episode metadata field names, e.g. [domain]."
+        )
     report = data.get("report")
     if report is not None and (not isinstance(report, str) or ":" not in report):
         raise ConfigError(f"{where('report')}: `report` must be 'module:function'.")
@@ -426,6 +434,7 @@ def load_task_config(path: Path) -> TaskConfig:
         judge=judge,
         report=report,
         metadata=dict(data.get("metadata") or {}),
+        facets=tuple(facets),
         origins=origins,
     )
 

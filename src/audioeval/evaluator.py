@@ -31,7 +31,7 @@ from audioeval.feed import EpisodeFeed
 from audioeval.models.base import Model
 from audioeval.outputs import SampleLog
 from audioeval.prepared import PreparedTask
-from audioeval.score_rows import ScoreRow
+from audioeval.score_rows import ScoreRow, facet_values
 from audioeval.scoring import SampleToScore
 from audioeval.serving import Server
 from audioeval.types import Request, RequestId, Response, describe_messages
@@ -322,6 +322,7 @@ class TaskPipeline:
                     error=error,
                     audio_seconds=done.audio_seconds,
                     error_message=done.response.error if error else None,
+                    facets=facet_values(done.sample_info["metadata"], self.task.config.facets),
                 )
             )
             if self.sample_log is not None:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from audioeval.aggregate import aggregate_groups, aggregate_task
+from audioeval.aggregate import aggregate_facets, aggregate_group_facets, aggregate_groups, aggregate_task
 from audioeval.augment.plan import AugmentPlan, parse_augment
 from audioeval.augment.sweep import clean_tasks, condition_groups, with_conditions, write_robustness
 from audioeval.cache import NoCache, ResponseCache
@@ -217,6 +217,8 @@ def _evaluate_and_write(
         return None
     results: dict[str, Any] = {}
     task_summaries: dict[str, Any] = {}
+    facets: dict[str, Any] = {}
+    facet_summaries: dict[str, Any] = {}
     all_rows: dict[str, list[ScoreRow]] = {}
     timings: dict[str, Any] = {}
     total = TaskTiming()
@@ -235,12 +237,23 @@ def _evaluate_and_write(
         )
         results[task.name] = per_k
         task_summaries[task.name] = summaries
+        if task.config.facets:
+            facets[task.name], facet_summaries[task.name] = aggregate_facets(
+                task.name,
+                task.shots,
+                rows,
+                task.scorer,
+                task.config.facets,
+                cfg.bootstrap_resamples,
+                cfg.seed,
+            )
         all_rows[task.name] = rows
         timings[task.name] = _timing_block(task_timing)
     groups = aggregate_groups(registry, group_names, task_summaries)
     groups.update(
         condition_groups(plan, lambda g, s: aggregate_groups(registry, g, s), group_names, task_summaries)
     )
+    facets.update(aggregate_group_facets(registry, group_names, facet_summaries))
     wall = time.perf_counter() - wall_start
     total.wall_s = wall
     judges = judge.describe() if judge is not None else None
@@ -248,6 +261,7 @@ def _evaluate_and_write(
     output: dict[str, Any] = {
         "results": results,
         "groups": groups,
+        "facets": facets,
         "configs": {
             t.name: {
                 "hash": t.config.content_hash(),
