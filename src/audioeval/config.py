@@ -40,6 +40,8 @@ TASK_KEYS = {
     "metadata": "free-form information kept in results.json",
     "facets": "episode metadata fields (dotted for nested, e.g. variation.gender) whose values every metric is "
     "also aggregated by, with CIs (results.json `facets`)",
+    "reference_models": "offline models (e.g. shortcut) also scored on the run's own episodes, whatever --model is "
+    "(results.json `reference_models`)",
 }
 
 GROUP_KEYS = {
@@ -163,6 +165,7 @@ class TaskConfig:
     report: str | None
     metadata: dict[str, Any]
     facets: tuple[str, ...] = ()
+    reference_models: tuple[str, ...] = ()
     param_values: dict[str, Any] = field(default_factory=dict)
     min_shots_reason: str = ""  # the parameter value that raised min_shots, e.g. "prompt_style=null"
     origins: dict[str, Path] = field(default_factory=dict)  # key -> folder of the file that declares it
@@ -405,6 +408,9 @@ def load_task_config(path: Path) -> TaskConfig:
         raise ConfigError(
             f"{where('facets')}: `facets` must be a list of episode metadata field names, e.g. [domain]."
         )
+    references = data.get("reference_models") or []
+    if not isinstance(references, list) or not all(isinstance(m, str) and m.strip() for m in references):
+        raise ConfigError(f"{where('reference_models')}: `reference_models` must be a list of model names.")
     report = data.get("report")
     if report is not None and (not isinstance(report, str) or ":" not in report):
         raise ConfigError(f"{where('report')}: `report` must be 'module:function'.")
@@ -435,6 +441,7 @@ def load_task_config(path: Path) -> TaskConfig:
         report=report,
         metadata=dict(data.get("metadata") or {}),
         facets=tuple(facets),
+        reference_models=tuple(references),
         origins=origins,
     )
 

@@ -32,6 +32,7 @@ from audioeval.outputs import (
 )
 from audioeval.prepared import PreparedTask, preflight, prepare_tasks
 from audioeval.redact import redact_args
+from audioeval.reference_models import check_reference_models, score_reference_models
 from audioeval.registry import TaskRegistry
 from audioeval.reports import ReportContext, run_reports
 from audioeval.requirements import check_installed, module_source
@@ -137,6 +138,7 @@ def run_evaluation(cfg: RunConfig, topology: Topology | None = None) -> dict[str
     )
     tasks = with_conditions(tasks, plan)
     preflight(tasks, model_cls, cfg.model_args)
+    check_reference_models(tasks)
     check_installed(_code_of_run(cfg, judge_classes, tasks))
     if not cfg.judge and (warning := unjudged_warning(tasks)):
         log.warning(warning)
@@ -254,6 +256,16 @@ def _evaluate_and_write(
         condition_groups(plan, lambda g, s: aggregate_groups(registry, g, s), group_names, task_summaries)
     )
     facets.update(aggregate_group_facets(registry, group_names, facet_summaries))
+    references = score_reference_models(
+        clean_tasks(tasks),
+        registry,
+        group_names,
+        cfg.model,
+        results,
+        groups,
+        cfg.bootstrap_resamples,
+        cfg.seed,
+    )
     wall = time.perf_counter() - wall_start
     total.wall_s = wall
     judges = judge.describe() if judge is not None else None
@@ -262,6 +274,7 @@ def _evaluate_and_write(
         "results": results,
         "groups": groups,
         "facets": facets,
+        "reference_models": references,
         "configs": {
             t.name: {
                 "hash": t.config.content_hash(),
