@@ -110,6 +110,14 @@ def footnotes(ctx: ReportContext) -> list[str]:
         )
     averaged = {t for ts in members.values() for t in ts}
     lines += [info["note"] for name, info in short.items() if info.get("note") and name not in averaged]
+    evaluated = set(ctx.results.get("results") or {})
+    for axis, name in groups.items():
+        ran = [t for t in members[axis] if t in evaluated]
+        if ran and name not in (ctx.results.get("groups") or {}):
+            lines.append(
+                f"No {axis} average: its group `{name}` was not run ({len(ran)} of its {len(members[axis])} "
+                f"tasks were); run `--tasks {name}` for it."
+            )
     return lines
 
 
