@@ -151,25 +151,62 @@ def aggregate_groups(
 
 
 def aggregate_group_facets(
-    registry: TaskRegistry, group_names: list[str], facet_summaries: dict[str, FacetSummaries]
+    registry: TaskRegistry,
+    group_names: list[str],
+    facet_summaries: dict[str, FacetSummaries],
+    rows: dict[str, list[ScoreRow]],
+    n_resamples: int,
+    seed: int,
 ) -> dict[str, Any]:
-    """facets[group]: per facet its leaves declare, per value, per k, the group rule (unweighted mean of the
-    leaves' values for that facet value, CI from resampling within each leaf) over the leaves that have it."""
+    """facets[group]: per facet its leaves declare, per value, per k, as the group's `facet_aggregation`
+    says: `mean_of_tasks`, the group rule (unweighted mean of the leaves' values for that facet value, CI
+    from resampling within each leaf) over the leaves that have it; or `pooled_mean`, the plain mean of each
+    of the group's metrics over all the leaves' samples with that value (one bootstrap over them)."""
     out: dict[str, Any] = {}
     for gname in group_names:
+        group = registry.groups[gname]
         leaves = [t for t in registry.leaf_tasks(gname) if facet_summaries.get(t)]
-        wanted = registry.groups[gname].aggregate_metrics
         facets: dict[str, Any] = {}
         for facet in sorted({f for t in leaves for f in facet_summaries[t]}):
             values = sorted({v for t in leaves for v in facet_summaries[t].get(facet, {})})
             for value in values:
                 cells = {t: facet_summaries[t].get(facet, {}).get(value, {}) for t in leaves}
-                ks = sorted({k for c in cells.values() for k in c})
-                for k in ks:
+                for k in sorted({k for c in cells.values() for k in c}):
                     members = {t: c[k] for t, c in cells.items() if k in c}
-                    facets.setdefault(facet, {}).setdefault(value, {})[f"{k}-shot"] = _group_block(
-                        members, wanted
-                    )
+                    if group.facet_aggregation == "pooled_mean":
+                        block = _pooled_block(
+                            {t: rows[t] for t in members}, k, facet, value, group.aggregate_metrics,
+                            n_resamples, (seed, gname, k, facet, value),
+                        )  # fmt: skip
+                    else:
+                        block = _group_block(members, group.aggregate_metrics)
+                    facets.setdefault(facet, {}).setdefault(value, {})[f"{k}-shot"] = block
         if facets:
             out[gname] = facets
     return out
+
+
+def _pooled_block(
+    rows: dict[str, list[ScoreRow]],
+    k: int,
+    facet: str,
+    value: str,
+    wanted: list[str] | None,
+    n_resamples: int,
+    seed_parts: tuple[Any, ...],
+) -> dict[str, Any]:
+    """The plain mean of each metric over the samples (tasks in group order, episodes in order) with this
+    facet value at this k; the metrics are the group's `aggregate_metrics`, else those every task reports."""
+    selected = [
+        r
+        for task_rows in rows.values()
+        for r in score_arrays(task_rows, k, [])[1]
+        if r.facets.get(facet) == value
+    ]
+    common = set.intersection(*({n for r in task_rows for n in r.scores} for task_rows in rows.values()))
+    names = _metric_names(wanted, common)
+    columns, _ = score_arrays(selected, k, names)
+    summaries = _summaries(columns, {n: Aggregation("mean", (n,)) for n in names}, n_resamples, seed_parts)
+    block = _metric_block(summaries, len(selected), sum(r.error for r in selected))
+    block["subtasks"] = list(rows)
+    return block

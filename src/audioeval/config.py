@@ -48,7 +48,11 @@ GROUP_KEYS = {
     "group": "name of the group (required)",
     "task": "list of member tasks or groups",
     "description": "one line shown by --tasks list",
-    "aggregate_metrics": "metrics averaged over the member tasks (default: those every member reports)",
+    "aggregate_metrics": "metrics averaged over the member tasks (names or globs such as score@*; default: those every "
+    "member reports)",
+    "facet_aggregation": "how the group aggregates its tasks' facets: mean_of_tasks (default: the unweighted mean "
+    "of the tasks' values, like the group's own numbers) or pooled_mean (the plain mean over all the tasks' samples "
+    "with that value)",
     "report": "module:function writing benchmark-specific tables and plots",
     "version": "version of the group definition",
     "metadata": "free-form information kept in results.json",
@@ -222,6 +226,10 @@ class GroupConfig:
     report: str | None = None
     version: Any = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    facet_aggregation: str = "mean_of_tasks"
+
+
+FACET_AGGREGATIONS = ("mean_of_tasks", "pooled_mean")
 
 
 def _check_keys(data: dict[str, Any], allowed: dict[str, str], path: Path, text: str, what: str) -> None:
@@ -463,6 +471,12 @@ def load_group_config(path: Path) -> GroupConfig:
         raise ConfigError(
             f"{_where(path, text, 'aggregate_metrics')}: `aggregate_metrics` must be a list of names."
         )
+    facet_aggregation = data.get("facet_aggregation", FACET_AGGREGATIONS[0])
+    if facet_aggregation not in FACET_AGGREGATIONS:
+        raise ConfigError(
+            f"{_where(path, text, 'facet_aggregation')}: `facet_aggregation` must be one of "
+            f"{', '.join(FACET_AGGREGATIONS)}, got {facet_aggregation!r}."
+        )
     return GroupConfig(
         name=name,
         path=path,
@@ -472,6 +486,7 @@ def load_group_config(path: Path) -> GroupConfig:
         report=data.get("report"),
         version=data.get("version"),
         metadata=dict(data.get("metadata") or {}),
+        facet_aggregation=facet_aggregation,
     )
 
 

@@ -255,7 +255,11 @@ def _evaluate_and_write(
     groups.update(
         condition_groups(plan, lambda g, s: aggregate_groups(registry, g, s), group_names, task_summaries)
     )
-    facets.update(aggregate_group_facets(registry, group_names, facet_summaries))
+    facets.update(
+        aggregate_group_facets(
+            registry, group_names, facet_summaries, all_rows, cfg.bootstrap_resamples, cfg.seed
+        )
+    )
     references = score_reference_models(
         clean_tasks(tasks),
         registry,

@@ -71,11 +71,12 @@ def results_json(items: list[Item], n_resamples: int = 0, variation=None, judges
     """results.json of a run over these items (one task per dataset, the adu_bench group), as the core
     writes it."""
     out: dict[str, Any] = {"results": {}, "facets": {}, "configs": {}, "judges": dict.fromkeys(judges, {})}
-    task_summaries, facet_summaries = {}, {}
+    task_summaries, facet_summaries, all_rows = {}, {}, {}
     for ds in dict.fromkeys(i[0] for i in items):
         task = f"adu_{ds}"
         mine = [(n, i) for n, i in enumerate(items) if i[0] == ds]
         rows = _rows([i for _, i in mine], [variation[n] for n, _ in mine] if variation else None)
+        all_rows[task] = rows
         out["results"][task], task_summaries[task] = aggregate_task(
             task, [0], rows, _scorer(ds), n_resamples, 0
         )
@@ -85,7 +86,9 @@ def results_json(items: list[Item], n_resamples: int = 0, variation=None, judges
         )
         out["configs"][task] = {"config": {"metadata": dict(REGISTRY.tasks[task].metadata)}}
     out["groups"] = aggregate_groups(REGISTRY, ["adu_bench"], task_summaries)
-    out["facets"].update(aggregate_group_facets(REGISTRY, ["adu_bench"], facet_summaries))
+    out["facets"].update(
+        aggregate_group_facets(REGISTRY, ["adu_bench"], facet_summaries, all_rows, n_resamples, 0)
+    )
     return out
 
 
@@ -222,3 +225,21 @@ def test_the_domain_plot_marks_no_score_differently_from_zero():
     text = markdown(summary, "m", None)
     assert "| Pause | J | — (n=0) |" in text and "| Intonation | J | 0.00 (n=1) |" in text
     assert "| m | J | 3.00 (n=2; 1 failed) | 3.00 (n=2; 1 failed) |" in text
+
+
+def test_the_variation_breakdown_pools_the_items_of_every_dataset():
+    items = [
+        ("general", "helpful_question", {"score@J": 8.0}),
+        ("general", "daily_question", {"score@J": 6.0}),
+        ("skill", "mathematics", {"score@J": 2.0}),
+        ("skill", "law", {"score@J": None}),  # a judge failure: not scored, counted as missing
+    ]
+    for item in items:
+        item[2]["score"] = item[2]["score@J"]
+    variation = [{"gender": "female"}, {"gender": "male"}, {"gender": "male"}, {"gender": "male"}]
+    summary = summarise(results_json(items, n_resamples=200, variation=variation))
+    male = summary["variation"]["gender"]["male"]
+    assert (male["mean"], male["n"], male["missing"]) == (4.0, 2, 1)  # (6 + 2) / 2, over both datasets
+    assert male["ci95"][0] is not None and male["ci95"][0] <= 4.0 <= male["ci95"][1]
+    assert summary["variation"]["gender"]["female"]["mean"] == 8.0
+    assert "| gender | male | 4.00 [" in markdown(summary, "m", None)

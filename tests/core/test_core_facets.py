@@ -108,7 +108,8 @@ def test_groups_average_their_tasks_facet_values_and_globs_pick_metrics():
     for name, rows in (("t1", s1), ("t2", s2)):
         _, facet_summaries[name] = aggregate_facets(name, [0], rows, MeanScorer(), ("f",), 200, 0)
         _, task_summaries[name] = aggregate_task(name, [0], rows, MeanScorer(), 200, 0)
-    groups = aggregate_group_facets(TwoTaskRegistry(), ["g"], facet_summaries)["g"]["f"]
+    rows = {"t1": s1, "t2": s2}
+    groups = aggregate_group_facets(TwoTaskRegistry(), ["g"], facet_summaries, rows, 200, 0)["g"]["f"]
     assert groups["a"]["0-shot"]["score"] == pytest.approx((2.0 + 7.0) / 2)  # mean of the tasks' means
     assert groups["a"]["0-shot"]["subtasks"] == ["t1", "t2"]
     assert groups["c"]["0-shot"]["subtasks"] == ["t2"] and groups["c"]["0-shot"]["score"] == 9.0
@@ -116,6 +117,38 @@ def test_groups_average_their_tasks_facet_values_and_globs_pick_metrics():
     block = aggregate_groups(TwoTaskRegistry(), ["g"], task_summaries)["g"]["0-shot"]
     assert [k for k in block if not k.endswith(("_stderr", "_ci95"))] == ["score", "score@j", "n", "subtasks"]
     assert block["score@j"] == pytest.approx(2.0)
+
+
+def test_a_pooled_group_facet_is_the_plain_mean_over_all_its_tasks_samples():
+    class Pooled(TwoTaskRegistry):
+        groups = {
+            "g": GroupConfig(
+                "g", None, ["t1", "t2"], aggregate_metrics=["score"], facet_aggregation="pooled_mean"
+            )
+        }
+
+    s1 = rows_with({"score": [1.0, 3.0, 5.0], "helper": [9.0] * 3}, ["a", "a", "b"])
+    s2 = rows_with({"score": [8.0, None, 9.0], "helper": [9.0] * 3}, ["a", "a", "c"])
+    s2.append(ScoreRow(9, 0, {}, False, True, 1.0, facets={"f": "a"}))  # a model error
+    facet_summaries = {
+        name: aggregate_facets(name, [0], rows, MeanScorer(), ("f",), 200, 0)[1]
+        for name, rows in (("t1", s1), ("t2", s2))
+    }
+    got = aggregate_group_facets(Pooled(), ["g"], facet_summaries, {"t1": s1, "t2": s2}, 200, 0)["g"]["f"]
+    a = got["a"]["0-shot"]
+    assert a["score"] == pytest.approx((1.0 + 3.0 + 8.0) / 3)  # not the mean of the tasks' means (5.0)
+    assert (a["n"], a["errors"], a["score_missing"]) == (5, 1, 2) and "helper" not in a
+    assert len(a["score_ci95"]) == 2 and a["subtasks"] == ["t1", "t2"]
+    assert got["c"]["0-shot"]["score"] == 9.0 and got["c"]["0-shot"]["subtasks"] == ["t2"]
+
+
+def test_facet_aggregation_of_a_group_is_checked(tmp_path):
+    from audioeval.config import load_group_config
+
+    path = tmp_path / "g.yaml"
+    path.write_text("group: g\ntask: [a]\nfacet_aggregation: pooled\n")
+    with pytest.raises(ConfigError, match=r"g\.yaml:3.*facet_aggregation.*mean_of_tasks, pooled_mean"):
+        load_group_config(path)
 
 
 def test_facets_must_be_a_list_of_field_names(tmp_path, toy_dir):

@@ -7,7 +7,7 @@ It only formats results.json. Each ADU-Bench task (found by its `metadata: {adu_
 is one dataset: its means are `results[task]` (the paper's arithmetic is the task's declared
 `stratified_mean` over domains, `audioeval.adu.domains.domain_weight`), its domains are the task's `domain`
 facet, Table 2's Average is the `adu_bench` group (`score` and `score@<judge>`), and the variation breakdown
-is that group's `variation.*` facets (per level, the unweighted mean of the datasets' level means). A
+is that group's `variation.*` facets (per level, the plain mean over the items of all datasets). A
 judge's two orders and its position bias are over the same items: those where both orders succeeded (the
 metric leaves the others empty).
 
@@ -140,7 +140,7 @@ def summarise(results: dict[str, Any]) -> dict[str, Any] | None:
         "datasets": datasets,
         "average": _average(group, datasets, "score", None),
         "judge_averages": {j: _average(group, datasets, f"score@{j}", j) for j in judges},
-        "variation": _by_variation(facets, tasks, results),
+        "variation": _by_variation(facets),
     }
 
 
@@ -173,29 +173,14 @@ def _judge_block(block: Block, domains: dict[str, Block | None], judge: str) -> 
     return out
 
 
-def _by_variation(facets: dict[str, Any], tasks: list[str], results: dict[str, Any]) -> dict[str, Any]:
-    """Per variation factor with two levels or more: each level's score (the group's facet value), with the
-    items scored and unscored summed over the datasets."""
-    task_facets = [(results.get("facets") or {}).get(t) or {} for t in tasks]
+def _by_variation(facets: dict[str, Any]) -> dict[str, Any]:
+    """Per variation factor with two levels or more: each level's score over the items of every dataset
+    (the adu_bench group's `variation.*` facets, pooled)."""
     out: dict[str, Any] = {}
     for factor in VARIATION_FACTORS:
         levels = facets.get(f"variation.{factor}") or {}
-        if len(levels) < 2:
-            continue
-        out[factor] = {}
-        for level, per_k in levels.items():
-            block = _shot_block(per_k) or {}
-            cells = [
-                as_json(_shot_block((f.get(f"variation.{factor}") or {}).get(level)), "score")
-                for f in task_facets
-            ]
-            ci = block.get("score_ci95") or [None, None]
-            out[factor][level] = {
-                "mean": _num(block.get("score")),
-                "ci95": [_num(ci[0]), _num(ci[1])],
-                "n": sum(c["n"] for c in cells),
-                "missing": sum(c["missing"] for c in cells),
-            }
+        if len(levels) >= 2:
+            out[factor] = {level: as_json(_shot_block(per_k), "score") for level, per_k in levels.items()}
     return out
 
 

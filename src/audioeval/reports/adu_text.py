@@ -85,14 +85,7 @@ def markdown(summary: dict[str, Any], model: str, png: str | None) -> str:
     lines += _domain_lines(summary)
     lines += _count_lines(summary)
     if summary["variation"]:
-        lines += [
-            "## By variation (all datasets)",
-            "",
-            "Each level: the unweighted mean of the datasets' means at that level (as the Average column).",
-            "",
-            "| factor | level | score | n |",
-            "|---|---|---|---|",
-        ]
+        lines += ["## By variation (all datasets)", "", "| factor | level | score | n |", "|---|---|---|---|"]
         for factor, levels in summary["variation"].items():
             lines += [f"| {factor} | {level} | {cell(s)} | {s['n']} |" for level, s in levels.items()]
         lines += [""]
