@@ -107,7 +107,7 @@ def _covering(results: dict[str, Any], tasks: list[str]) -> tuple[Block | None, 
 
 def summarise(results: dict[str, Any]) -> dict[str, Any] | None:
     """The report's numbers, read from results.json; None when the run has no ADU-Bench task."""
-    found = {info.get("dataset"): task for task, info in benchmark_tasks(results, BENCHMARK)}
+    found = {str(info.get("dataset")): task for task, info in benchmark_tasks(results, BENCHMARK)}
     if not found:
         return None
     tasks = [found[ds] for ds in _ordered(set(found), tuple(DATASETS))]

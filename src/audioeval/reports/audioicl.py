@@ -193,10 +193,10 @@ def markdown(
         cells = []
         for k in ks:
             row = per_k.get(k)
-            partial = row is not None and row["accuracy"] is not None and row["tasks"] != row["size"]
-            cells.append(
-                _cell(row, with_n=False) + (f" ({row['tasks']}/{row['size']} tasks)" if partial else "")
-            )
+            note = ""
+            if row is not None and row["accuracy"] is not None and row["tasks"] != row["size"]:
+                note = f" ({row['tasks']}/{row['size']} tasks)"  # some of its tasks have no score
+            cells.append(_cell(row, with_n=False) + note)
         lines.append(
             f"| **{axis} average** | {axis} | | "
             + _shortcut_cell({k: v.get("shortcut") for k, v in per_k.items()}, ks)
