@@ -95,13 +95,15 @@ def _ordered(names: set[str], canonical: tuple[str, ...]) -> list[str]:
 
 def _covering(results: dict[str, Any], tasks: list[str]) -> tuple[Block | None, dict[str, Any]]:
     """The zero-shot block and the facets of the group made of exactly these tasks (Table 2's Average);
-    with one task and no such group, that task's facets (and no average)."""
+    with one task and no such group, that task's own (the mean of one dataset mean is that mean)."""
     for name, per_k in (results.get("groups") or {}).items():
         block = _shot_block(per_k)
         if block is not None and set(block.get("subtasks") or []) == set(tasks):
             return block, (results.get("facets") or {}).get(name) or {}
     if len(tasks) == 1:
-        return None, (results.get("facets") or {}).get(tasks[0]) or {}
+        return _shot_block(results["results"].get(tasks[0])), (results.get("facets") or {}).get(
+            tasks[0]
+        ) or {}
     return None, {}
 
 
