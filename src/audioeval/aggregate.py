@@ -37,10 +37,12 @@ def _summaries(
     aggregations: dict[str, Aggregation],
     n_resamples: int,
     seed_parts: tuple[Any, ...],
+    keep_draws: bool = True,
 ) -> Summaries:
-    """Every aggregation whose inputs were scored, seeded by (seed parts..., metric name)."""
+    """Every aggregation whose inputs were scored, seeded by (seed parts..., metric name); the bootstrap
+    draws are kept (for group CIs) unless `keep_draws` is false."""
     return {
-        name: summarize(columns, agg, n_resamples, stable_seed(*seed_parts, name))
+        name: summarize(columns, agg, n_resamples, stable_seed(*seed_parts, name), keep_draws)
         for name, agg in aggregations.items()
         if all(i in columns for i in agg.inputs)
     }
@@ -69,10 +71,12 @@ def aggregate_facets(
     facets: tuple[str, ...],
     n_resamples: int,
     seed: int,
+    keep_draws: bool = True,
 ) -> tuple[dict[str, Any], FacetSummaries]:
     """facets[task]: per declared facet, per value (sorted), per k, every metric of the task aggregated as
     the task declares it (same rules, same bootstrap) over the samples with that value. Samples without a
-    value for the facet are in no cell of it."""
+    value for the facet are in no cell of it. The summaries keep their bootstrap draws only with
+    `keep_draws` (a group averaging the task's facet values needs them; they cost memory per cell)."""
     out: dict[str, Any] = {}
     kept: FacetSummaries = {}
     names = score_names(rows)
@@ -86,13 +90,25 @@ def aggregate_facets(
                     continue
                 cell = {name: column[mask] for name, column in columns.items()}
                 summaries = _summaries(
-                    cell, scorer.aggregations(list(cell)), n_resamples, (seed, task_name, k, facet, value)
+                    cell,
+                    scorer.aggregations(list(cell)),
+                    n_resamples,
+                    (seed, task_name, k, facet, value),
+                    keep_draws,
                 )
                 members = [r for r, m in zip(selected, mask, strict=True) if m]
                 block = _metric_block(summaries, len(members), sum(r.error for r in members))
                 out.setdefault(facet, {}).setdefault(value, {})[f"{k}-shot"] = block
                 kept.setdefault(facet, {}).setdefault(value, {})[k] = summaries
     return out, kept
+
+
+def needs_facet_draws(registry: TaskRegistry, group_names: list[str], task: str) -> bool:
+    """Whether a group of the run averages this task's facet values (and so needs their bootstrap draws)."""
+    return any(
+        registry.groups[g].facet_aggregation == "mean_of_tasks" and task in registry.leaf_tasks(g)
+        for g in group_names
+    )
 
 
 def _metric_names(wanted: list[str] | None, available: set[str]) -> list[str]:

@@ -10,7 +10,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from audioeval.aggregate import aggregate_facets, aggregate_group_facets, aggregate_groups, aggregate_task
+from audioeval.aggregate import (
+    aggregate_facets,
+    aggregate_group_facets,
+    aggregate_groups,
+    aggregate_task,
+    needs_facet_draws,
+)
 from audioeval.augment.plan import AugmentPlan, parse_augment
 from audioeval.augment.sweep import clean_tasks, condition_groups, with_conditions, write_robustness
 from audioeval.cache import NoCache, ResponseCache
@@ -248,6 +254,7 @@ def _evaluate_and_write(
                 task.config.facets,
                 cfg.bootstrap_resamples,
                 cfg.seed,
+                keep_draws=needs_facet_draws(registry, group_names, task.name),
             )
         all_rows[task.name] = rows
         timings[task.name] = _timing_block(task_timing)

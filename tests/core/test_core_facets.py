@@ -223,3 +223,20 @@ def test_unknown_reference_model_is_named_before_the_run(tmp_path, toy_dir):
 def test_registry_tasks_declare_facets_the_adu_report_needs():
     task = TaskRegistry.discover().tasks["adu_skill"]
     assert task.facets[0] == "domain" and "variation.gender" in task.facets
+
+
+def test_facet_draws_are_kept_only_for_groups_that_average_task_facets():
+    from audioeval.aggregate import needs_facet_draws
+
+    class Pooled(TwoTaskRegistry):
+        groups = {"g": GroupConfig("g", None, ["t1", "t2"], facet_aggregation="pooled_mean")}
+
+    assert needs_facet_draws(TwoTaskRegistry(), ["g"], "t1")
+    assert not needs_facet_draws(TwoTaskRegistry(), [], "t1")
+    assert not needs_facet_draws(Pooled(), ["g"], "t1")
+    rows = rows_with({"accuracy": [1.0, 0.0, 1.0]}, ["a", "a", "a"])
+    with_draws = aggregate_facets("t", [0], rows, MeanScorer(), ("f",), 50, 0)
+    without = aggregate_facets("t", [0], rows, MeanScorer(), ("f",), 50, 0, keep_draws=False)
+    assert with_draws[0] == without[0]  # results.json does not change
+    assert with_draws[1]["f"]["a"][0]["accuracy"].distribution is not None
+    assert without[1]["f"]["a"][0]["accuracy"].distribution is None
