@@ -183,7 +183,7 @@ def aggregate_group_facets(
         group = registry.groups[gname]
         leaves = [t for t in registry.leaf_tasks(gname) if facet_summaries.get(t)]
         facets: dict[str, Any] = {}
-        for facet in sorted({f for t in leaves for f in facet_summaries[t]}):
+        for facet in dict.fromkeys(f for t in leaves for f in facet_summaries[t]):  # as the tasks declare
             values = sorted({v for t in leaves for v in facet_summaries[t].get(facet, {})})
             for value in values:
                 cells = {t: facet_summaries[t].get(facet, {}).get(value, {}) for t in leaves}

@@ -32,7 +32,7 @@ from audioeval.reports.adu_text import markdown, table2
 
 log = logging.getLogger("audioeval")
 BENCHMARK = "adu_bench"  # the tasks' metadata block
-VARIATION_FACTORS = ("gender", "speaker", "rate", "pitch", "volume")
+VARIATION = "variation."  # the facets of voice variation factors (tasks/adu_bench/_adu_base.yaml)
 REPORT_JSON = "adu_bench_report.json"
 # per judge: the column of results (per sample) behind each reported number
 ORDER_COLUMNS = {
@@ -176,13 +176,14 @@ def _judge_block(block: Block, domains: dict[str, Block | None], judge: str) -> 
 
 
 def _by_variation(facets: dict[str, Any]) -> dict[str, Any]:
-    """Per variation factor with two levels or more: each level's score over the items of every dataset
-    (the adu_bench group's `variation.*` facets, pooled)."""
+    """Per variation factor the tasks declare as a facet (in their order) with two levels or more: each
+    level's score over the items of every dataset (the adu_bench group's facets, pooled)."""
     out: dict[str, Any] = {}
-    for factor in VARIATION_FACTORS:
-        levels = facets.get(f"variation.{factor}") or {}
-        if len(levels) >= 2:
-            out[factor] = {level: as_json(_shot_block(per_k), "score") for level, per_k in levels.items()}
+    for facet, levels in facets.items():
+        if facet.startswith(VARIATION) and len(levels) >= 2:
+            out[facet[len(VARIATION) :]] = {
+                level: as_json(_shot_block(per_k), "score") for level, per_k in levels.items()
+            }
     return out
 
 
