@@ -243,3 +243,26 @@ def test_the_variation_breakdown_pools_the_items_of_every_dataset():
     assert male["ci95"][0] is not None and male["ci95"][0] <= 4.0 <= male["ci95"][1]
     assert summary["variation"]["gender"]["female"]["mean"] == 8.0
     assert "| gender | male | 4.00 [" in markdown(summary, "m", None)
+
+
+def test_counts_are_exact_on_the_full_dataset_sizes():
+    """Failures and empty responses are counted back from results.json's rates without rounding error
+    (ADU-General has 12,000 items)."""
+    n, failed, empty = 12_000, 4_001, 7
+    block = {
+        "score@J": 5.0,
+        "score@J_missing": failed,
+        "judge_failure_rate@J": failed / n,
+        "judge_out_of_range@J": 3 / n,
+        "empty_response_rate": empty / n,
+        "n": n,
+    }
+    results = {
+        "results": {"adu_general": {"0-shot": block}},
+        "configs": {"adu_general": {"config": {"metadata": {"adu_bench": {"dataset": "general"}}}}},
+        "judges": {"J": {}},
+    }
+    summary = summarise(results)["datasets"]["general"]
+    judge = summary["judges"]["J"]
+    assert (judge["judged"], judge["failures"], judge["out_of_range"]) == (n, failed, 3)
+    assert summary["empty_responses"] == empty and judge["score"]["n"] == n - failed

@@ -73,8 +73,8 @@ def as_json(block: Block | None, name: str) -> dict[str, Any]:
 
 def _count(block: Block, name: str) -> tuple[int, int]:
     """(items with a value of the 0/1 column `name`, how many of them are 1)."""
-    cell = as_json(block, name)
-    return cell["n"], round((cell["mean"] or 0.0) * cell["n"])
+    n = as_json(block, name)["n"]
+    return n, round(float(block[name]) * n) if n else 0  # the unrounded mean: exact for any n
 
 
 def judge_ids(results: dict[str, Any], tasks: list[str]) -> list[str]:
@@ -127,14 +127,13 @@ def summarise(results: dict[str, Any]) -> dict[str, Any] | None:
             d: blocks[judges[0]]["domains"][d]["score"] if judges else as_json(b, "score")
             for d, b in domains.items()
         }
-        empty = as_json(block, "empty_response_rate")
         datasets[ds] = {
             "score": as_json(block, "score"),
             "domains": scores,
             "judges": blocks,
             "items": block["n"],
             "errors": block.get("errors", 0),
-            "empty_responses": round((empty["mean"] or 0.0) * empty["n"]),
+            "empty_responses": _count(block, "empty_response_rate")[1],
         }
     group, facets = _covering(results, tasks)
     return {
