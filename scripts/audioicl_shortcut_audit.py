@@ -73,9 +73,9 @@ def episode_measures(config: str, episode: dict[str, Any], pool_size: int) -> di
 
 def audit(n_episodes: int, seed: int, shortcut_free: bool) -> dict[str, dict[str, dict[int, float]]]:
     from audioeval.benchmarks.audioicl import remap
-    from audioeval.benchmarks.audioicl.report import shortcut_episode_scores
     from audioeval.models.shortcut import ShortcutModel
     from audioeval.prepared import prepare_tasks
+    from audioeval.reference_models import episode_rows
     from audioeval.registry import TaskRegistry
 
     registry = TaskRegistry.discover()
@@ -102,8 +102,8 @@ def audit(n_episodes: int, seed: int, shortcut_free: bool) -> dict[str, dict[str
             for name, per_k in episode_measures(config, episode, pool).items():
                 for k, value in per_k.items():
                     sums[name][k].append(value)
-            for k, score in shortcut_episode_scores(model, task, episode).items():
-                sums["`shortcut` model"][k].append(score)
+            for row in episode_rows(model, task, episode):
+                sums["`shortcut` model"][row.k].append(row.scores.get("accuracy") or 0.0)
         if config == "audio_length_hard":
             sums['always "1"'][0] = [labels["1"] / len(task.indices)]
         results[task.name] = {

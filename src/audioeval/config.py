@@ -38,13 +38,21 @@ TASK_KEYS = {
     "judge": "LLM judge settings: {templates: {...}, roles: ...}",
     "report": "registered name, module:function or ./file.py:function writing benchmark-specific tables and plots",
     "metadata": "free-form information kept in results.json",
+    "facets": "episode metadata fields (dotted for nested, e.g. variation.gender) whose values every metric is "
+    "also aggregated by, with CIs (results.json `facets`)",
+    "reference_models": "offline models (e.g. shortcut) also scored on the run's own episodes, whatever --model is "
+    "(results.json `reference_models`)",
 }
 
 GROUP_KEYS = {
     "group": "name of the group (required)",
     "task": "list of member tasks or groups",
     "description": "one line shown by --tasks list",
-    "aggregate_metrics": "metrics averaged over the member tasks (default: those every member reports)",
+    "aggregate_metrics": "metrics averaged over the member tasks (names or globs such as score@*; default: those every "
+    "member reports)",
+    "facet_aggregation": "how the group aggregates its tasks' facets: mean_of_tasks (default: the unweighted mean "
+    "of the tasks' values, like the group's own numbers) or pooled_mean (the plain mean over all the tasks' samples "
+    "with that value)",
     "report": "registered name, module:function or ./file.py:function writing benchmark-specific tables and plots",
     "version": "version of the group definition",
     "metadata": "free-form information kept in results.json",
@@ -160,6 +168,8 @@ class TaskConfig:
     judge: dict[str, Any] | None
     report: str | None
     metadata: dict[str, Any]
+    facets: tuple[str, ...] = ()
+    reference_models: tuple[str, ...] = ()
     param_values: dict[str, Any] = field(default_factory=dict)
     min_shots_reason: str = ""  # the parameter value that raised min_shots, e.g. "prompt_style=null"
     origins: dict[str, Path] = field(default_factory=dict)  # key -> folder of the file that declares it
@@ -216,6 +226,10 @@ class GroupConfig:
     report: str | None = None
     version: Any = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    facet_aggregation: str = "mean_of_tasks"
+
+
+FACET_AGGREGATIONS = ("mean_of_tasks", "pooled_mean")
 
 
 def _check_keys(data: dict[str, Any], allowed: dict[str, str], path: Path, text: str, what: str) -> None:
@@ -397,6 +411,14 @@ def load_task_config(path: Path) -> TaskConfig:
     judge = data.get("judge")
     if judge is not None and not isinstance(judge, dict):
         raise ConfigError(f"{where('judge')}: `judge` must be a mapping.")
+    facets = data.get("facets") or []
+    if not isinstance(facets, list) or not all(isinstance(f, str) and f.strip() for f in facets):
+        raise ConfigError(
+            f"{where('facets')}: `facets` must be a list of episode metadata field names, e.g. [domain]."
+        )
+    references = data.get("reference_models") or []
+    if not isinstance(references, list) or not all(isinstance(m, str) and m.strip() for m in references):
+        raise ConfigError(f"{where('reference_models')}: `reference_models` must be a list of model names.")
     report = data.get("report")
     if report is not None and (not isinstance(report, str) or not report.strip()):
         raise ConfigError(
@@ -429,6 +451,8 @@ def load_task_config(path: Path) -> TaskConfig:
         judge=judge,
         report=report,
         metadata=dict(data.get("metadata") or {}),
+        facets=tuple(facets),
+        reference_models=tuple(references),
         origins=origins,
     )
 
@@ -450,6 +474,12 @@ def load_group_config(path: Path) -> GroupConfig:
         raise ConfigError(
             f"{_where(path, text, 'aggregate_metrics')}: `aggregate_metrics` must be a list of names."
         )
+    facet_aggregation = data.get("facet_aggregation", FACET_AGGREGATIONS[0])
+    if facet_aggregation not in FACET_AGGREGATIONS:
+        raise ConfigError(
+            f"{_where(path, text, 'facet_aggregation')}: `facet_aggregation` must be one of "
+            f"{', '.join(FACET_AGGREGATIONS)}, got {facet_aggregation!r}."
+        )
     return GroupConfig(
         name=name,
         path=path,
@@ -459,6 +489,7 @@ def load_group_config(path: Path) -> GroupConfig:
         report=data.get("report"),
         version=data.get("version"),
         metadata=dict(data.get("metadata") or {}),
+        facet_aggregation=facet_aggregation,
     )
 
 

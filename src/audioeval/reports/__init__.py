@@ -2,7 +2,11 @@
 
 A task or group YAML names its report as `report:` a registered name (`@register("name")` in a benchmark
 wing's `report` module), `module:function` or `./file.py:function` (see audioeval.hooks). The function
-receives a ReportContext and returns the paths it wrote; they are listed under `reports` in results.json."""
+receives a ReportContext and returns the paths it wrote; they are listed under `reports` in results.json.
+
+A report only formats: every number it shows comes from results.json (`results`, `groups`, `facets`) or the
+scored samples, and what it knows about a task (its paper name, axis, chance level ...) from the task's YAML
+`metadata`. It finds its tasks with `benchmark_tasks` (a `metadata` block named after the benchmark)."""
 
 from __future__ import annotations
 
@@ -23,9 +27,22 @@ register = REPORTS.register
 class ReportContext:
     results: dict[str, Any]  # the results.json content
     run_dir: Path
-    rows: dict[str, list[Any]]  # task -> ScoreRow list (all ranks)
+    rows: dict[str, list[Any]]  # task -> ScoreRow list (all ranks): the scored samples
     registry: Any
     tasks: list[Any]  # PreparedTask list
+
+
+def benchmark_tasks(results: dict[str, Any], namespace: str) -> list[tuple[str, dict[str, Any]]]:
+    """(task, its YAML `metadata[namespace]`) for each clean (not augmented) task of the run whose metadata
+    has that block, in the order of results.json."""
+    configs = results.get("configs") or {}
+    found = []
+    for name in results.get("results") or {}:
+        entry = configs.get(name) or {}
+        block = ((entry.get("config") or {}).get("metadata") or {}).get(namespace)
+        if isinstance(block, dict) and "augment" not in entry:
+            found.append((name, block))
+    return found
 
 
 @dataclass(frozen=True)
