@@ -374,9 +374,9 @@ def test_including_a_builtin_task_from_another_folder_resolves_its_templates(tmp
     )
     (request, _), *_ = task.requests_for(task.episode(0))  # the template's {% import %} resolves too
     assert "[Demo 1]" in request.messages[-1].text or request.messages
-    from audioeval.judges.panel import load_roles
+    from audioeval.judges.roles import load_roles
 
-    roles = load_roles(SimpleNamespace(config=registry.tasks["my_judged"]))
+    roles = load_roles(registry.tasks["my_judged"])
     assert {r.template_path for r in roles} == {
         TOY / "judge" / "agrees.jinja",
         TOY / "judge" / "quality.jinja",

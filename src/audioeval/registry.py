@@ -22,6 +22,7 @@ from audioeval.config import (
     read_yaml,
 )
 from audioeval.errors import AudioEvalError, UsageError, unknown_name_message
+from audioeval.judges.roles import load_roles
 from audioeval.resources import tasks_dir
 
 log = logging.getLogger("audioeval")
@@ -58,7 +59,11 @@ class TaskRegistry:
     @staticmethod
     def _load_file(path: Path) -> TaskConfig | GroupConfig:
         data, _ = read_yaml(path)
-        return load_group_config(path) if is_group_file(data) else load_task_config(path)
+        if is_group_file(data):
+            return load_group_config(path)
+        config = load_task_config(path)
+        load_roles(config)  # a judge role that cannot run makes the task unusable, with or without --judge
+        return config
 
     def _add(self, entry: TaskConfig | GroupConfig) -> None:
         """A name defined twice is an error: which definition runs must never depend on discovery order."""
