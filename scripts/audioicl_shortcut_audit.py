@@ -73,7 +73,7 @@ def episode_measures(config: str, episode: dict[str, Any], pool_size: int) -> di
 
 def audit(n_episodes: int, seed: int, shortcut_free: bool) -> dict[str, dict[str, dict[int, float]]]:
     from audioeval.audioicl import remap
-    from audioeval.models.shortcut import ShortcutModel
+    from audioeval.models.baselines.shortcut import ShortcutModel
     from audioeval.prepared import prepare_tasks
     from audioeval.registry import TaskRegistry
     from audioeval.reports.audioicl import shortcut_episode_scores

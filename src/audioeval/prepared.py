@@ -21,7 +21,7 @@ from audioeval.registry import TaskRegistry
 from audioeval.requirements import module_source
 from audioeval.scoring import TaskScorer
 from audioeval.templates import PromptRenderer
-from audioeval.types import Request, RequestId
+from audioeval.types import Request, RequestId, ShownEpisode
 
 log = logging.getLogger("audioeval")
 
@@ -90,6 +90,7 @@ class PreparedTask:
                 gen_kwargs=self.gen_kwargs,
                 rid=RequestId(self.config.name, k, int(episode["index"])),
                 choices=self.renderer.label_space(episode, k),
+                shown=ShownEpisode.of(episode, k, self.config.builder_config),
                 info=info,
             )
             out.append((request, self.renderer.render_target(episode, k)))

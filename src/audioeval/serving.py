@@ -76,7 +76,7 @@ class Server:
     async def _stream_one(self, key: str, request: Request, future: asyncio.Future[Response]) -> None:
         self.stats.requests += 1
         try:
-            response = await self.model.generate_one(request)  # type: ignore[attr-defined]
+            response = await self.model.generate_one(request.for_backend())  # type: ignore[attr-defined]
         except BaseException as err:
             self._fail([(key, future)], err)
             if not isinstance(err, Exception):
@@ -115,7 +115,7 @@ class Server:
         self.stats.enter(n)
         started = time.perf_counter()
         try:
-            produced = self.model.generate(requests)
+            produced = self.model.generate([r.for_backend() for r in requests])
         finally:
             self.stats.leave(n)
         elapsed = time.perf_counter() - started

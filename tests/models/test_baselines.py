@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from audioeval.models.knn_icl import nearest_label, ridge_predict
+from audioeval.models.baselines.knn_icl import nearest_label, ridge_predict
 from tests.conftest import latest_run, load_results, load_samples, run_cli
 
 

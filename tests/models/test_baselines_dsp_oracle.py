@@ -14,9 +14,9 @@ import pytest
 from audioeval.builders import make_builder
 from audioeval.errors import ModelError
 from audioeval.models import create_model
-from audioeval.models.dsp_oracle import METHODS, DspOracleModel
+from audioeval.models.baselines.dsp_oracle import METHODS, DspOracleModel
 from audioeval.run import RunConfig, run_evaluation
-from audioeval.types import Request, RequestId
+from audioeval.types import Request, RequestId, ShownEpisode
 from tests.conftest import run_cli
 
 # settings no test elsewhere and no default uses
@@ -118,7 +118,7 @@ def _requests(config: str, episode: dict, shots: list[int], choices: list[str]) 
             gen_kwargs={},
             rid=RequestId(f"audioicl_{config}", k, episode["index"]),
             choices=tuple(choices),
-            info={"episode": episode, "sample_info": {"builder_config": config}},
+            shown=ShownEpisode.of(episode, k, config),
         )
         for k in shots
     ]

@@ -1,4 +1,4 @@
-"""The generic baselines on AudioICL-Bench episodes: which clips `episode_view` hands them as labelled examples
+"""The generic baselines on AudioICL-Bench episodes: which clips `examples_of` hands them as labelled examples
 (AudioRemap's MIX clips, AnomalyDetect's Normal/Anomalous recordings, the Morse bank for a one-letter query),
 and what `knn-icl` and `demo-majority` then answer."""
 
@@ -7,11 +7,12 @@ from __future__ import annotations
 import string
 from pathlib import Path
 
+from audioeval.models.baselines.examples import examples_of
+
 from audioeval.builders import make_builder
 from audioeval.models import create_model
-from audioeval.models.episode_view import episode_view
 from audioeval.run import RunConfig, run_evaluation
-from audioeval.types import Request, RequestId
+from audioeval.types import Request, RequestId, ShownEpisode
 from tests.conftest import load_samples
 
 
@@ -21,7 +22,7 @@ def _request(config: str, episode: dict, k: int, choices: list[str]) -> Request:
         gen_kwargs={},
         rid=RequestId(f"audioicl_{config}", k, episode["index"]),
         choices=tuple(choices),
-        info={"episode": episode, "sample_info": {"builder_config": config}},
+        shown=ShownEpisode.of(episode, k, config),
     )
 
 
@@ -31,7 +32,7 @@ def _shas(clips) -> list[str]:
 
 def test_remap_examples_are_the_demo_mix_clips_and_the_target_the_query_mix():
     episode = make_builder("audioicl_bench", "audio_remap", {"n_episodes": 1, "seed": 43}).episode(0)
-    view = episode_view(_request("audio_remap", episode, 4, episode["query"]["candidates"]), "knn-icl")
+    view = examples_of(_request("audio_remap", episode, 4, episode["query"]["candidates"]), "knn-icl")
     mixes = [d["clips"][-1] for d in episode["demos"][:4]]
     assert all(c["role"] == "MIX" for c in mixes)
     assert _shas(e.clip for e in view.examples) == _shas(c["audio"] for c in mixes)
@@ -45,7 +46,7 @@ def test_anomaly_examples_are_the_labelled_recordings_of_each_demo():
         "audioicl_bench", "anomaly_detect", {"n_episodes": 1, "seed": 43, "anomaly_seconds": 1.0}
     )
     episode = builder.episode(0)
-    view = episode_view(_request("anomaly_detect", episode, 2, ["Normal", "Anomalous"]), "knn-icl")
+    view = examples_of(_request("anomaly_detect", episode, 2, ["Normal", "Anomalous"]), "knn-icl")
     assert view.labels == [
         "Normal",
         "Anomalous",
@@ -64,11 +65,11 @@ def test_anomaly_examples_are_the_labelled_recordings_of_each_demo():
 
 def test_the_morse_bank_is_an_example_set_only_where_letters_are_answers():
     letters = make_builder("audioicl_bench", "morse_letter", {"n_episodes": 1, "seed": 43}).episode(0)
-    view = episode_view(_request("morse_letter", letters, 0, list(string.ascii_uppercase)), "knn-icl")
+    view = examples_of(_request("morse_letter", letters, 0, list(string.ascii_uppercase)), "knn-icl")
     assert [e.label for e in view.context_examples] == list(string.ascii_uppercase)
     assert _shas(e.clip for e in view.context_examples) == _shas(c["audio"] for c in letters["context"])
     words = make_builder("audioicl_bench", "morse_code", {"n_episodes": 1, "seed": 43}).episode(0)
-    view = episode_view(_request("morse_code", words, 2, words["query"]["candidates"]), "knn-icl")
+    view = examples_of(_request("morse_code", words, 2, words["query"]["candidates"]), "knn-icl")
     assert view.context_examples == [] and view.labels == [d["label"] for d in words["demos"][:2]]
 
 

@@ -14,7 +14,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from audioeval.models.shortcut import ShortcutModel
+from audioeval.models.baselines.shortcut import ShortcutModel
 from audioeval.reports import ReportContext
 from audioeval.scoring import SampleToScore
 

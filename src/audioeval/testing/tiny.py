@@ -7,7 +7,7 @@ real path (`--model hf --model_args pretrained=<dir>`), so tests and benchmarks 
 backends do with a full-size model except the numbers the weights produce.
 
     python scripts/build_tiny_models.py /tmp/tiny           # all families
-    from audioeval.models.tiny import build_tiny_model       # one family, from tests
+    from audioeval.testing.tiny import build_tiny_model       # one family, from tests
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import numpy as np
 
 from audioeval.errors import ModelError
 from audioeval.models.base import Model
-from audioeval.models.episode_view import episode_view
+from audioeval.models.baselines.examples import examples_of
 from audioeval.stats import stable_seed
 from audioeval.types import Request, Response
 
@@ -26,12 +26,11 @@ class DemoMajorityModel(Model):
 
     @classmethod
     def check_request(cls, request: Request, source: str) -> None:
-        episode = request.info.get("episode") or {}
         if request.rid.shots == 0 and not request.choices:
             raise ModelError(
                 f"{source}: model {cls.name!r} needs demonstrations (k >= 1) or a task label space."
             )
-        if request.rid.shots > 0 and not episode.get("demos"):
+        if request.rid.shots > 0 and not (request.shown is not None and request.shown.demos):
             raise ModelError(f"{source}: model {cls.name!r} needs episodes with demonstrations.")
 
     @property
@@ -46,7 +45,7 @@ class DemoMajorityModel(Model):
         out = []
         for request in requests:
             start = time.perf_counter()
-            labels = episode_view(request, self.name).labels if request.rid.shots else []
+            labels = examples_of(request, self.name).labels if request.rid.shots else []
             if labels:
                 counts = Counter(labels)
                 best = max(counts.values())

@@ -15,8 +15,8 @@ import numpy as np
 
 from audioeval.audio.features import clip_features
 from audioeval.errors import ModelError
-from audioeval.models.demo_majority import DemoMajorityModel
-from audioeval.models.episode_view import episode_view
+from audioeval.models.baselines.demo_majority import DemoMajorityModel
+from audioeval.models.baselines.examples import examples_of
 from audioeval.types import AudioClip, Request, Response
 
 
@@ -107,9 +107,7 @@ class KnnIclModel(DemoMajorityModel):
         out = []
         for request in requests:
             start = time.perf_counter()
-            view = (
-                episode_view(request, self.name) if request.info.get("episode") or request.rid.shots else None
-            )
+            view = examples_of(request, self.name) if request.shown is not None or request.rid.shots else None
             examples = view.examples + view.context_examples if view is not None else []
             if not examples:
                 answer = self._pick(request, list(request.choices or ()))

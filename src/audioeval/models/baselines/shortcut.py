@@ -33,9 +33,9 @@ from audioeval.audioicl.common import TASK_IDS
 from audioeval.builders import make_builder
 from audioeval.errors import ModelError
 from audioeval.models.base import Model
-from audioeval.models.episode_view import EpisodeView, episode_view
+from audioeval.models.baselines.examples import Examples, examples_of
 from audioeval.stats import stable_seed
-from audioeval.types import Request, RequestId, Response
+from audioeval.types import Request, RequestId, Response, ShownEpisode
 
 PROBE_EPISODES = 40
 PROBE_SEED_OFFSET = 7919
@@ -63,7 +63,7 @@ class TaskStatistics:
         return hashlib.sha256(json.dumps(self.describe(), sort_keys=True).encode()).hexdigest()[:16]
 
 
-def twin_label(view: EpisodeView, choices: list[str]) -> str | None:
+def twin_label(view: Examples, choices: list[str]) -> str | None:
     """The label of a labelled clip of the prompt that is byte-identical to the query clip, if any."""
     target = view.target.sha256
     for example in [*view.examples, *view.context_examples]:
@@ -120,8 +120,9 @@ class ShortcutModel(Model):
             shots = len(episode.get("demos") or [])
             for k in range(shots + 1):
                 choices = task.renderer.label_space(episode, k)
-                request = Request((), {}, RequestId(task.name, k, index), choices, {"episode": episode})
-                view = episode_view(request, self.name)
+                shown = ShownEpisode.of(episode, k, config.builder_config)
+                request = Request((), {}, RequestId(task.name, k, index), choices, shown)
+                view = examples_of(request, self.name)
                 target = task.renderer.render_target(episode, k)
                 if k == shots:
                     stats.label_counts.update([target, *view.labels])
@@ -143,7 +144,7 @@ class ShortcutModel(Model):
                 f"model 'shortcut' has not studied task {request.rid.task!r}; call prepare() with the task first."
             )
         choices = list(request.choices or ())
-        view = episode_view(request, self.name)
+        view = examples_of(request, self.name)
         twin = twin_label(view, choices)
         if twin is not None:
             return twin, {"rule": "clip identity", "candidates": 1}

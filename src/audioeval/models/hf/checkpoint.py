@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from audioeval.errors import ModelError
-from audioeval.models.hf_families import FamilyAdapter, family_by_name, family_for
+from audioeval.models.hf.families import FamilyAdapter, family_by_name, family_for
 
 _HASH_FULL_BELOW = 64 << 20  # files smaller than this are hashed whole
 _SAMPLE_BLOCKS = 16

@@ -170,7 +170,7 @@ def family_for(model_type: str | None, source: str) -> FamilyAdapter:
     raise ModelError(
         f"{source}: model_type {model_type!r} has no adapter in the `hf` backend.{hint} "
         f"Supported: {supported_families_text()}. "
-        "A new family needs an entry in audioeval/models/hf_families.py (see docs/models.md)."
+        "A new family needs an entry in audioeval/models/hf/families.py (see docs/models.md)."
     )
 
 

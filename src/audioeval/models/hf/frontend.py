@@ -9,11 +9,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from audioeval.errors import ModelError
-from audioeval.models.hf_audio import AudioPreparer
-from audioeval.models.hf_checkpoint import Checkpoint, fingerprint, open_checkpoint
-from audioeval.models.hf_families import ADAPTER_VERSION, PLACEMENTS
-from audioeval.models.hf_loading import audio_sampling_rate, load_processor
-from audioeval.models.hf_prompt import PromptStyle, render_prompt
+from audioeval.models.hf.audio import AudioPreparer
+from audioeval.models.hf.checkpoint import Checkpoint, fingerprint, open_checkpoint
+from audioeval.models.hf.families import ADAPTER_VERSION, PLACEMENTS
+from audioeval.models.hf.loading import audio_sampling_rate, load_processor
+from audioeval.models.hf.prompt import PromptStyle, render_prompt
 from audioeval.types import Request
 
 

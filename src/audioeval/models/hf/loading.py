@@ -17,7 +17,7 @@ import os
 from typing import Any
 
 from audioeval.errors import ModelError
-from audioeval.models.hf_checkpoint import Checkpoint, check_processor_files
+from audioeval.models.hf.checkpoint import Checkpoint, check_processor_files
 
 log = logging.getLogger("audioeval")
 

@@ -2,8 +2,8 @@
 
     --model hf --model_args pretrained=Qwen/Qwen2-Audio-7B-Instruct,dtype=bfloat16
 
-Each request becomes a chat whose content interleaves text and audio (see hf_prompt.py); the family adapter
-(hf_families.py) supplies what the checkpoint does not say. A batch is left-padded with per-sample attention
+Each request becomes a chat whose content interleaves text and audio (see hf/prompt.py); the family adapter
+(hf/families.py) supplies what the checkpoint does not say. A batch is left-padded with per-sample attention
 masks and decoded greedily unless the task asks for sampling, so a sample's output does not depend on the
 requests it is batched with. Under `accelerate launch` each process holds a full copy of the model on its
 own device and the evaluator gives it its own slice of the episodes (data parallel); `device_map=auto`
@@ -28,14 +28,14 @@ from audioeval.audio.wav import encode_wav
 from audioeval.errors import ModelError
 from audioeval.models.base import Model
 from audioeval.models.generation import GenerationSettings, read_settings, settings_key
-from audioeval.models.hf_audio import ClipBatch
-from audioeval.models.hf_frontend import AudioChatFrontend
-from audioeval.models.hf_loading import (
+from audioeval.models.hf.audio import ClipBatch
+from audioeval.models.hf.frontend import AudioChatFrontend
+from audioeval.models.hf.loading import (
     load_model,
     select_device,
     torch_dtype,
 )
-from audioeval.models.hf_prompt import build_conversation
+from audioeval.models.hf.prompt import build_conversation
 from audioeval.stats import stable_seed
 from audioeval.types import Request, Response
 

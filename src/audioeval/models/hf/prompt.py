@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from audioeval.errors import ModelError
-from audioeval.models.hf_families import FamilyAdapter
+from audioeval.models.hf.families import FamilyAdapter
 from audioeval.types import AudioPart, Request, TextPart
 
 _MARK = "\u27e6{}\u27e7"  # ⟦i⟧

@@ -14,15 +14,15 @@ from __future__ import annotations
 import numpy as np
 from scipy.signal import stft
 
-from audioeval.models.dsp_oracle.method import Method, Prediction
-from audioeval.models.dsp_oracle.view import Clip, OracleView
+from audioeval.models.baselines.dsp_oracle.method import Method, Prediction
+from audioeval.types import ShownClip, ShownEpisode
 
 BANDS = 64
 MIN_SCALE = 0.5
 NORMAL, ANOMALOUS = "Normal", "Anomalous"
 
 
-def features(clip: Clip) -> np.ndarray:
+def features(clip: ShownClip) -> np.ndarray:
     x, sr = clip.samples, clip.sampling_rate
     freqs, _, z = stft(x, fs=sr, nperseg=1024, noverlap=512)
     power = np.abs(z) ** 2 + 1e-12
@@ -40,10 +40,10 @@ class AnomalyMethod(Method):
     name = "distance to the normal demos"
     needs_demos = True
 
-    def _features(self, clip: Clip) -> np.ndarray:
+    def _features(self, clip: ShownClip) -> np.ndarray:
         return self.cache.get(("anomaly-features", clip.sha256), lambda: features(clip))
 
-    def predict(self, view: OracleView) -> Prediction:
+    def predict(self, view: ShownEpisode) -> Prediction:
         shown = [c for d in view.demos for c in d.clips]
         normal = np.array([self._features(c) for c in shown if c.label == NORMAL])
         anomalous = np.array([self._features(c) for c in shown if c.label == ANOMALOUS])

@@ -27,9 +27,14 @@ from scipy.cluster.hierarchy import fcluster, linkage
 from scipy.spatial.distance import squareform
 
 from audioeval.audioicl.operator import evaluate  # the task's arithmetic: x binds tighter than + and -
-from audioeval.models.dsp_oracle.method import Method, Prediction
-from audioeval.models.dsp_oracle.signal import dtw_distance, islands, max_normalized_correlation, mfcc_frames
-from audioeval.models.dsp_oracle.view import Clip, OracleView
+from audioeval.models.baselines.dsp_oracle.method import Method, Prediction
+from audioeval.models.baselines.dsp_oracle.signal import (
+    dtw_distance,
+    islands,
+    max_normalized_correlation,
+    mfcc_frames,
+)
+from audioeval.types import ShownClip, ShownEpisode
 
 OPERATORS = ("+", "-", "*")
 DIGITS = tuple(range(10))
@@ -47,7 +52,7 @@ def _same(a: np.ndarray, b: np.ndarray) -> bool:
     return max_normalized_correlation(a, b) >= SAME_SOUND
 
 
-def find_operator_sounds(clips: list[Clip], count: int) -> list[list[tuple[int, int, int]]]:
+def find_operator_sounds(clips: list[ShownClip], count: int) -> list[list[tuple[int, int, int]]]:
     """Per clip, its operator sounds in time order as (sound id, start, stop). The query is the last clip."""
     cuts = [islands(c.samples, c.sampling_rate) for c in clips]
     reference, ref_cuts = clips[-1].samples, cuts[-1]
@@ -73,7 +78,7 @@ def find_operator_sounds(clips: list[Clip], count: int) -> list[list[tuple[int, 
     raise Unsolvable(f"did not find {count} operator sound(s) repeated in every clip")
 
 
-def digit_spans(clip: Clip, sounds: list[tuple[int, int, int]]) -> list[tuple[int, int]]:
+def digit_spans(clip: ShownClip, sounds: list[tuple[int, int, int]]) -> list[tuple[int, int]]:
     """The stretches of sound before, between and after the operator sounds."""
     bounds = [0, *[v for _, start, stop in sounds for v in (start, stop)], len(clip.samples)]
     spans = []
@@ -138,7 +143,7 @@ class ArithmeticMethod(Method):
     name = "digit template matching and operator induction"
     needs_demos = True
 
-    def _distance(self, a: tuple[Clip, tuple[int, int]], b: tuple[Clip, tuple[int, int]]) -> float:
+    def _distance(self, a: tuple[ShownClip, tuple[int, int]], b: tuple[ShownClip, tuple[int, int]]) -> float:
         key = ("dtw", a[0].sha256, a[1], b[0].sha256, b[1])
 
         def compute() -> float:
@@ -148,19 +153,19 @@ class ArithmeticMethod(Method):
 
         return self.cache.get(key, compute)
 
-    def _mfcc(self, clip: Clip, span: tuple[int, int]) -> np.ndarray:
+    def _mfcc(self, clip: ShownClip, span: tuple[int, int]) -> np.ndarray:
         return self.cache.get(
             ("mfcc", clip.sha256, span),
             lambda: mfcc_frames(clip.samples[span[0] : span[1]], clip.sampling_rate),
         )
 
-    def predict(self, view: OracleView) -> Prediction:
+    def predict(self, view: ShownEpisode) -> Prediction:
         try:
             labels = [int(d.label or "") for d in view.demos]
         except ValueError:
             return Prediction(None, reason="the demo labels are not whole numbers")
         clips = [d.clips[-1] for d in view.demos] + [view.query.clips[-1]]
-        n_sounds = 1 if view.task == "audio_operator" else 2
+        n_sounds = 1 if view.builder_config == "audio_operator" else 2
         try:
             sounds = find_operator_sounds(clips, n_sounds)
             spans = [digit_spans(c, s) for c, s in zip(clips, sounds, strict=True)]

@@ -17,9 +17,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.signal import find_peaks
 
-from audioeval.models.dsp_oracle.method import Method, Prediction
-from audioeval.models.dsp_oracle.signal import match_score
-from audioeval.models.dsp_oracle.view import Clip, OracleView
+from audioeval.models.baselines.dsp_oracle.method import Method, Prediction
+from audioeval.models.baselines.dsp_oracle.signal import match_score
+from audioeval.types import ShownClip, ShownEpisode
 
 TEMPLATE_BEFORE_S = 0.002
 TEMPLATE_AFTER_S = 0.048
@@ -27,7 +27,7 @@ RADII_S = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28)
 MAX_PEAKS = 64
 
 
-def template_of(clip: Clip) -> np.ndarray:
+def template_of(clip: ShownClip) -> np.ndarray:
     x, sr = clip.samples, clip.sampling_rate
     p = int(np.argmax(np.abs(x)))
     return x[max(0, p - int(TEMPLATE_BEFORE_S * sr)) : p + int(TEMPLATE_AFTER_S * sr)]
@@ -69,12 +69,12 @@ class CountMethod(Method):
     name = "matched-filter event counting"
     needs_demos = True
 
-    def _score(self, clip: Clip, template_clip: Clip, template: np.ndarray) -> np.ndarray:
+    def _score(self, clip: ShownClip, template_clip: ShownClip, template: np.ndarray) -> np.ndarray:
         return self.cache.get(
             ("count-score", clip.sha256, template_clip.sha256), lambda: match_score(clip.samples, template)
         )
 
-    def predict(self, view: OracleView) -> Prediction:
+    def predict(self, view: ShownEpisode) -> Prediction:
         demos = [(d.clips[-1], d.label) for d in view.demos]
         try:
             counts = [int(label) for _, label in demos]

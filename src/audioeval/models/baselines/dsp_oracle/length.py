@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from audioeval.models.dsp_oracle.method import Method, Prediction
-from audioeval.models.dsp_oracle.signal import frame_db
-from audioeval.models.dsp_oracle.view import Clip, OracleView
+from audioeval.models.baselines.dsp_oracle.method import Method, Prediction
+from audioeval.models.baselines.dsp_oracle.signal import frame_db
+from audioeval.types import ShownClip, ShownEpisode
 
 THRESHOLDS_DB = tuple(range(-120, -9, 5))
 
 
-def durations(clip: Clip) -> np.ndarray:
+def durations(clip: ShownClip) -> np.ndarray:
     """[total seconds, seconds above each threshold of THRESHOLDS_DB]."""
     sr = clip.sampling_rate
     hop = max(1, sr // 1000)
@@ -42,10 +42,10 @@ class LengthMethod(Method):
     name = "energy-threshold duration with a fitted scale"
     needs_demos = True
 
-    def _durations(self, clip: Clip) -> np.ndarray:
+    def _durations(self, clip: ShownClip) -> np.ndarray:
         return self.cache.get(("durations", clip.sha256), lambda: durations(clip))
 
-    def predict(self, view: OracleView) -> Prediction:
+    def predict(self, view: ShownEpisode) -> Prediction:
         try:
             labels = np.array([float(int(d.label or "")) for d in view.demos])
         except ValueError:

@@ -8,7 +8,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
-from audioeval.models.dsp_oracle.view import OracleView
+from audioeval.types import ShownEpisode
 
 T = TypeVar("T")
 
@@ -57,5 +57,5 @@ class Method(ABC):
         self.cache = cache
 
     @abstractmethod
-    def predict(self, view: OracleView) -> Prediction:
+    def predict(self, view: ShownEpisode) -> Prediction:
         """The answer for the query of `view` (k >= 1 when `needs_demos`)."""

@@ -10,6 +10,7 @@ info (`samples_<task>.jsonl`, field `response_info.dsp_oracle.fallback`).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from typing import Any
@@ -18,16 +19,15 @@ import numpy as np
 
 from audioeval.errors import ModelError
 from audioeval.models.base import Model
-from audioeval.models.dsp_oracle.anomaly import AnomalyMethod
-from audioeval.models.dsp_oracle.arithmetic import ArithmeticMethod
-from audioeval.models.dsp_oracle.count import CountMethod
-from audioeval.models.dsp_oracle.length import LengthMethod
-from audioeval.models.dsp_oracle.method import AnalysisCache, Method
-from audioeval.models.dsp_oracle.morse import MorseMethod
-from audioeval.models.dsp_oracle.remap import RemapMethod
-from audioeval.models.dsp_oracle.view import oracle_view
+from audioeval.models.baselines.dsp_oracle.anomaly import AnomalyMethod
+from audioeval.models.baselines.dsp_oracle.arithmetic import ArithmeticMethod
+from audioeval.models.baselines.dsp_oracle.count import CountMethod
+from audioeval.models.baselines.dsp_oracle.length import LengthMethod
+from audioeval.models.baselines.dsp_oracle.method import AnalysisCache, Method
+from audioeval.models.baselines.dsp_oracle.morse import MorseMethod
+from audioeval.models.baselines.dsp_oracle.remap import RemapMethod
 from audioeval.stats import stable_seed
-from audioeval.types import Request, Response
+from audioeval.types import Request, Response, ShownEpisode
 
 METHOD_CLASSES: tuple[type[Method], ...] = (
     CountMethod,
@@ -84,12 +84,12 @@ class DspOracleModel(Model):
 
     @classmethod
     def check_request(cls, request: Request, source: str) -> None:
-        info = request.info.get("sample_info") or {}
-        config = _config_of(request.rid.task, info.get("builder_config"))
+        builder_config = request.shown.builder_config if request.shown is not None else None
+        config = _config_of(request.rid.task, builder_config)
         if config is None:
-            cls.check_task(request.rid.task, info.get("builder_config"))
+            cls.check_task(request.rid.task, builder_config)
             return
-        if not request.info.get("episode"):
+        if request.shown is None:
             raise ModelError(f"{source}: model 'dsp-oracle' needs the episode structure in its requests.")
         if request.rid.shots == 0 and METHODS[config].needs_demos and not request.choices:
             raise ModelError(
@@ -120,17 +120,34 @@ class DspOracleModel(Model):
             )
         return choices[int(rng.integers(len(choices)))]
 
+    @staticmethod
+    def _view(request: Request, config: str) -> ShownEpisode:
+        shown = request.shown
+        if shown is None:
+            raise ModelError(
+                f"model 'dsp-oracle', task {request.rid.task!r}: the request carries no episode structure "
+                "(Request.shown); run it through the harness on an AudioICL-Bench task."
+            )
+        if len(shown.demos) < shown.k:
+            raise ModelError(
+                f"model 'dsp-oracle', task {request.rid.task!r}: k={shown.k} but the episode carries "
+                f"{len(shown.demos)} demos."
+            )
+        if not shown.query.clips:
+            raise ModelError(f"model 'dsp-oracle', task {request.rid.task!r}: the query has no audio clip.")
+        return dataclasses.replace(shown, builder_config=config)
+
     def answer(self, request: Request) -> tuple[str, dict[str, Any]]:
-        info = request.info.get("sample_info") or {}
-        config = _config_of(request.rid.task, info.get("builder_config"))
+        builder_config = request.shown.builder_config if request.shown is not None else None
+        config = _config_of(request.rid.task, builder_config)
         if config is None:
-            self.check_task(request.rid.task, info.get("builder_config"))
+            self.check_task(request.rid.task, builder_config)
             raise AssertionError("unreachable")
         method = self.methods[config]
         details: dict[str, Any] = {"method": method.name}
         if request.rid.shots == 0 and method.needs_demos:
             return self._draw(request), {**details, "fallback": NO_DEMOS}
-        prediction = method.predict(oracle_view(request, config))
+        prediction = method.predict(self._view(request, config))
         details.update(prediction.info)
         if prediction.answer is None:
             reason = f"{prediction.reason}; uniform draw from the label space"

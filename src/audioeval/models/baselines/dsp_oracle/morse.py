@@ -21,9 +21,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from audioeval.models.dsp_oracle.method import Method, Prediction
-from audioeval.models.dsp_oracle.signal import dominant_frequency, on_off_runs, tone_envelope
-from audioeval.models.dsp_oracle.view import Clip, OracleView
+from audioeval.models.baselines.dsp_oracle.method import Method, Prediction
+from audioeval.models.baselines.dsp_oracle.signal import dominant_frequency, on_off_runs, tone_envelope
+from audioeval.types import ShownClip, ShownEpisode
 
 
 def edit_distance(a: str, b: str) -> int:
@@ -45,7 +45,7 @@ class MorseDecoder:
     code_book: dict[str, str]  # pattern ('.-') -> letter
 
     @classmethod
-    def from_bank(cls, bank: list[Clip]) -> MorseDecoder:
+    def from_bank(cls, bank: list[ShownClip]) -> MorseDecoder:
         sr = bank[0].sampling_rate
         tone_hz = dominant_frequency(np.concatenate([c.samples for c in bank]), sr)
         envelopes = [tone_envelope(c.samples, sr, tone_hz) for c in bank]
@@ -63,13 +63,13 @@ class MorseDecoder:
             decoder.code_book.setdefault(decoder.pattern(r), str(clip.label))
         return decoder
 
-    def runs(self, clip: Clip) -> list[tuple[bool, int]]:
+    def runs(self, clip: ShownClip) -> list[tuple[bool, int]]:
         return on_off_runs(tone_envelope(clip.samples, self.sampling_rate, self.tone_hz) > self.on_level)
 
     def pattern(self, runs: list[tuple[bool, int]]) -> str:
         return "".join("-" if n > self.dash_boundary else "." for on, n in runs if on)
 
-    def refit_letter_gap(self, demos: list[tuple[Clip, str]]) -> bool:
+    def refit_letter_gap(self, demos: list[tuple[ShownClip, str]]) -> bool:
         """Place the letter-gap threshold from demo words; False when they contradict each other."""
         inside, between = [], []
         for clip, text in demos:
@@ -92,7 +92,7 @@ class MorseDecoder:
             return self.code_book[code]
         return min(self.code_book.items(), key=lambda item: edit_distance(code, item[0]))[1]
 
-    def decode(self, clip: Clip) -> str:
+    def decode(self, clip: ShownClip) -> str:
         letters, current = [], []
         for on, n in self.runs(clip):
             if not on and n > self.letter_gap:
@@ -109,7 +109,7 @@ class MorseMethod(Method):
     name = "tone on/off decoding with the reference bank"
     needs_demos = False
 
-    def predict(self, view: OracleView) -> Prediction:
+    def predict(self, view: ShownEpisode) -> Prediction:
         bank = [c for c in view.context if c.label]
         if len(bank) < 2:
             return Prediction(None, reason="the episode has no labelled Morse reference bank")

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from audioeval.models.dsp_oracle.method import Method, Prediction
-from audioeval.models.dsp_oracle.view import OracleView
+from audioeval.models.baselines.dsp_oracle.method import Method, Prediction
+from audioeval.types import ShownEpisode
 
 MAX_SEGMENTS = 64
 
@@ -60,7 +60,7 @@ class RemapMethod(Method):
     name = "segment-to-anchor matching"
     needs_demos = False
 
-    def predict(self, view: OracleView) -> Prediction:
+    def predict(self, view: ShownEpisode) -> Prediction:
         *anchors, mix = view.query.clips
         letters = {c.label: c.samples for c in anchors if c.label}
         if not letters:
