@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,7 +36,7 @@ class TaskRegistry:
     broken: dict[str, str] = field(default_factory=dict)  # file (or group) -> why it is unusable
 
     @classmethod
-    def discover(cls, include_paths: list[str | Path] | None = None) -> TaskRegistry:
+    def discover(cls, include_paths: Sequence[str | Path] | None = None) -> TaskRegistry:
         registry = cls()
         roots = [tasks_dir()] + [Path(p) for p in include_paths or []]
         for root in roots:
@@ -52,8 +53,8 @@ class TaskRegistry:
                 registry._add(entry)
         registry._add_implicit_groups()
         registry._check_groups()
-        for err in registry.broken.values():
-            log.warning("skipped, its tasks are unavailable: %s", err)
+        for problem in registry.broken.values():
+            log.warning("skipped, its tasks are unavailable: %s", problem)
         return registry
 
     @staticmethod

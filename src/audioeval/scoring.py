@@ -16,6 +16,7 @@ import fnmatch
 import inspect
 import math
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -83,7 +84,9 @@ class SampleToScore:
 class TaskScorer:
     def __init__(self, task: TaskConfig) -> None:
         self.task = task
-        self.parse = get_parser(task.parser["name"], task.parser["args"], source=str(task.path))
+        self.parse: Callable[..., str | None] = get_parser(
+            task.parser["name"], task.parser["args"], source=str(task.path)
+        )
         # A parser may declare `sample_info` to read per-sample facts (e.g. which format to undo).
         self.parse_takes_info = "sample_info" in inspect.signature(self.parse).parameters
         self.metrics = []

@@ -13,6 +13,7 @@ import asyncio
 import time
 from collections.abc import Coroutine
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any
 
 from audioeval.cache import CacheEntry, EntryKind, ResponseStore
@@ -52,7 +53,7 @@ class Server:
             future: asyncio.Future[Response] = loop.create_future()
             twin = self._twins.get(key)
             if twin is not None:
-                twin.add_done_callback(lambda done, mine=future: _follow(done, mine))
+                twin.add_done_callback(partial(_follow, mine=future))
             elif key in hits:
                 self.cache_hits += 1
                 future.set_result(Response(text=hits[key].text, cached=True, info=hits[key].info))

@@ -228,7 +228,7 @@ class BuiltinCorpus:
         voices = EVAL_VOICES if side == "eval" else DEMO_VOICES
         all_voices = voices["male"] + voices["female"]
         if sub == "Word Counting":
-            lines = B.COUNT_EVAL if side == "eval" else B.COUNT_DEMO
+            lines: tuple[str, ...] = B.COUNT_EVAL if side == "eval" else B.COUNT_DEMO
             sentence = lines[int(rng.integers(len(lines)))] if side == "eval" else lines[n % len(lines)]
             count = len(words_of(sentence))
             start = max(1, count - int(rng.integers(0, 4)))
@@ -330,6 +330,7 @@ class BuiltinCorpus:
 
     def _pool_list(self, key: PoolKey, clips: list[_Content], list_index: int) -> list[PoolEntry]:
         task, category, iid, _, sub = key
+        assert sub is not None  # MMAU and ASR pool lists are keyed by sub-category
         words = _Wordings(self.seed, list_index)
         entries = []
         for j, clip in enumerate(clips):

@@ -240,7 +240,7 @@ class JudgePanel:
             if role.verdict == "result_text":
                 value = None if failed else values[0]
             else:
-                value = None if failed else sum(values) / len(values)
+                value = None if failed else sum(float(v) for v in values if v is not None) / len(values)
             out.setdefault(role_name, {})[judge.judge_id] = {
                 "value": value,
                 "values": values,

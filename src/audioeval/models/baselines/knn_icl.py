@@ -109,7 +109,7 @@ class KnnIclModel(DemoMajorityModel):
             start = time.perf_counter()
             view = examples_of(request, self.name) if request.shown is not None or request.rid.shots else None
             examples = view.examples + view.context_examples if view is not None else []
-            if not examples:
+            if view is None or not examples:
                 answer = self._pick(request, list(request.choices or ()))
             else:
                 train = np.stack([self.embed(e.clip) for e in examples])

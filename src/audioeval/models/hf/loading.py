@@ -61,7 +61,7 @@ def _processor_class(checkpoint: Checkpoint) -> Any:
 def _load_without_video_processor(checkpoint: Checkpoint, trust_remote_code: bool) -> Any:
     from transformers.processing_utils import MODALITY_TO_AUTOPROCESSOR_MAPPING
 
-    base = _processor_class(checkpoint)
+    base: Any = _processor_class(checkpoint)
     if base is None:
         raise ModelError(f"{checkpoint.path}: processor_config.json names no processor_class.")
 
@@ -74,7 +74,7 @@ def _load_without_video_processor(checkpoint: Checkpoint, trust_remote_code: boo
         @classmethod
         def _get_arguments_from_pretrained(cls, path: Any, processor_dict: Any = None, **kwargs: Any) -> list:
             kwargs.pop("subfolder", None)
-            args = []
+            args: list[Any] = []
             for attribute in cls.get_attributes():
                 if "video_processor" in attribute:
                     args.append(None)

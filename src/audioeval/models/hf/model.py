@@ -19,6 +19,7 @@ import os
 import time
 from collections import defaultdict
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import torch  # at module level, so a missing `hf` extra is reported by the model registry
@@ -237,7 +238,7 @@ class HFModel(Model):
                     p.request,
                     self.style,
                     self.processor,
-                    audio_block=lambda j, payloads=payloads: {"type": "audio", "base64": payloads[j]},
+                    audio_block=partial(_base64_audio_block, payloads),
                 )
             )
         inputs = self.processor.apply_chat_template(conversations, tokenize=True, return_dict=True)
@@ -279,3 +280,7 @@ class HFModel(Model):
         gc.collect()
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
+
+
+def _base64_audio_block(payloads: list[str], index: int) -> dict[str, Any]:
+    return {"type": "audio", "base64": payloads[index]}

@@ -70,7 +70,7 @@ def build_conversation(
     audio_block = audio_block or (lambda _j: {"type": "audio"})
     inline = style.placement == "inline"
     placeholder = style.family.inline_placeholder(processor) if inline else ""
-    conversation = []
+    conversation: list[dict[str, Any]] = []
     n_text = n_audio = 0
     for role, parts in _merged_messages(request, style):
         has_audio = any(isinstance(p, AudioPart) for p in parts)
@@ -85,7 +85,7 @@ def build_conversation(
                     n_audio += 1
             conversation.append({"role": role, "content": "".join(pieces)})
             continue
-        content = []
+        content: list[dict[str, Any]] = []
         for part in parts:
             if isinstance(part, TextPart):
                 if part.text:

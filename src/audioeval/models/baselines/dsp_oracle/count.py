@@ -77,7 +77,7 @@ class CountMethod(Method):
     def predict(self, view: ShownEpisode) -> Prediction:
         demos = [(d.clips[-1], d.label) for d in view.demos]
         try:
-            counts = [int(label) for _, label in demos]
+            counts = [int(label or "") for _, label in demos]
         except (TypeError, ValueError):
             return Prediction(None, reason="the demo labels are not whole numbers")
         source = demos[0][0]

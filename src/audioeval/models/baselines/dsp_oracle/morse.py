@@ -93,7 +93,8 @@ class MorseDecoder:
         return min(self.code_book.items(), key=lambda item: edit_distance(code, item[0]))[1]
 
     def decode(self, clip: ShownClip) -> str:
-        letters, current = [], []
+        letters: list[list[tuple[bool, int]]] = []
+        current: list[tuple[bool, int]] = []
         for on, n in self.runs(clip):
             if not on and n > self.letter_gap:
                 letters.append(current)
