@@ -17,7 +17,7 @@ first scanning the current folder (or `data_dir`) for data files, and fails with
 without any (and hands the files it finds to the builder otherwise).
 
 This touches `datasets` internals, so pyproject.toml pins the datasets versions it is tested on
-(tests/test_load_by_name.py). `import audioeval` itself stays light: it imports neither `datasets` nor any
+(tests/core/test_load_by_name.py). `import audioeval` itself stays light: it imports neither `datasets` nor any
 builder; the factory is wrapped when `datasets.load` is imported (or at once if it already was), and a builder
 module is imported only when its name is loaded.
 """
