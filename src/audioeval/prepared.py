@@ -228,4 +228,4 @@ def preflight(tasks: list[PreparedTask], model_cls: Any, model_args: dict[str, A
                 "where the task declares it."
             )
         for request, _target in task.requests_for(episode):
-            model_cls.check_request(request, str(task.config.path))
+            model_cls.check_request(request.for_backend(), str(task.config.path))

@@ -17,7 +17,7 @@ from tests.conftest import run_cli
 
 def _copy_toy(tmp_path: Path) -> Path:
     dest = tmp_path / "toy"
-    shutil.copytree(Path(__file__).parent / "fixtures" / "toy", dest)
+    shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures" / "toy", dest)
     return dest
 
 
@@ -89,7 +89,7 @@ def test_clip_placed_twice_is_rejected(tmp_path):
 
 
 def test_unknown_task_lists_close_matches():
-    registry = TaskRegistry.discover([Path(__file__).parent / "fixtures" / "toy"])
+    registry = TaskRegistry.discover([Path(__file__).resolve().parents[1] / "fixtures" / "toy"])
     with pytest.raises(UsageError, match=r"unknown task or group 'toy_tone'.*Did you mean: toy_tones"):
         registry.select("toy_tone")
 

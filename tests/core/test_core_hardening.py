@@ -23,7 +23,7 @@ from audioeval.registry import TaskRegistry
 from audioeval.testing.fake_openai import FakeOpenAIServer, Fault
 from tests.conftest import latest_run, load_results, run_cli
 
-TOY = Path(__file__).parent / "fixtures" / "toy"
+TOY = Path(__file__).resolve().parents[1] / "fixtures" / "toy"
 
 
 def _copy_toy(tmp_path: Path) -> Path:

@@ -17,7 +17,7 @@ import pytest
 from tests.alice_testutil import isolated_cache, write_layout  # noqa: F401
 from tests.conftest import run_cli
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 SCRIPT = r"""
 import hashlib, json, socket, sys

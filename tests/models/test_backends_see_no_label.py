@@ -17,7 +17,7 @@ import pytest
 from audioeval.cache import ResponseCache
 from audioeval.models import MODEL_REGISTRY, create_model
 from audioeval.models.base import Model, StreamingModel
-from audioeval.prepared import prepare_tasks
+from audioeval.prepared import preflight, prepare_tasks
 from audioeval.registry import TaskRegistry
 from audioeval.serving import Server
 from audioeval.types import Request, Response
@@ -91,8 +91,10 @@ def _accepts(model: Model, task: str, requests: list[Request]) -> bool:
     return True
 
 
-class BatchSpy(Model):
-    name = "batch-spy"
+class _Spy:
+    """Records what it is handed; answers "x"."""
+
+    name = "spy"
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -102,22 +104,14 @@ class BatchSpy(Model):
     def identity(self) -> dict[str, Any]:
         return {"model": self.name}
 
+
+class BatchSpy(_Spy, Model):
     def generate(self, requests: list[Request]) -> list[Response]:
         self.received.extend(requests)
         return [Response(text="x") for _ in requests]
 
 
-class StreamSpy(StreamingModel):
-    name = "stream-spy"
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.received: list[Request] = []
-
-    @property
-    def identity(self) -> dict[str, Any]:
-        return {"model": self.name}
-
+class StreamSpy(_Spy, StreamingModel):
     async def generate_one(self, request: Request) -> Response:
         self.received.append(request)
         return Response(text="x")
@@ -138,7 +132,7 @@ def _serve(model: Model, requests: list[Request], tmp_path: Path, name: str) -> 
 def test_what_reaches_a_backend_holds_no_query_label(request_pairs, tmp_path, spy_class):
     poisoned = [p for _, p in request_pairs]
     spy = spy_class(batch_size=4, seed=0)
-    _serve(spy, poisoned, tmp_path, spy.name)
+    _serve(spy, poisoned, tmp_path, spy_class.__name__)
     assert len(spy.received) == len(poisoned)
     for got in spy.received:
         assert got.info == {} and got.shown is not None
@@ -169,3 +163,15 @@ def test_every_offline_backend_answers_the_same_without_the_query_label(tasks, r
     poisoned = _serve(model, [p for _, p in pairs], tmp_path, f"{name}-poisoned")
     assert [r.text for r in clean] == [r.text for r in poisoned]
     assert all(r.ok for r in clean)
+
+
+def test_the_preflight_check_of_a_backend_sees_what_the_backend_sees(tasks):
+    checked: list[Request] = []
+
+    class CheckingSpy(BatchSpy):
+        @classmethod
+        def check_request(cls, request: Request, source: str) -> None:
+            checked.append(request)
+
+    preflight(tasks, CheckingSpy)
+    assert checked and all(r.info == {} and r.shown is not None for r in checked)

@@ -330,7 +330,6 @@ class BuiltinCorpus:
 
     def _pool_list(self, key: PoolKey, clips: list[_Content], list_index: int) -> list[PoolEntry]:
         task, category, iid, _, sub = key
-        assert sub is not None  # MMAU and ASR pool lists are keyed by sub-category
         words = _Wordings(self.seed, list_index)
         entries = []
         for j, clip in enumerate(clips):
@@ -353,6 +352,7 @@ class BuiltinCorpus:
                     probe = facts["probe"]
                     stem = prefix + (_lower_first(probe) if prefix.endswith((", ", ": ")) else probe)
                 else:
+                    assert sub is not None  # MMAU pool lists are keyed by sub-category
                     stem = words.pick(B.MMAU_DEMO_QUESTION[sub], j)
                 question = f"{stem} {B.demo_choose_clause(clip.choices, j + list_index)}"
             kwargs: dict[str, Any] = {}
