@@ -256,9 +256,15 @@ class KeySite:
 
     where: str
     folder: Path
+    path: Path  # the task file and its text, to point at a line inside the key's value
+    text: str
 
     def fail(self, message: str) -> ConfigError:
         return ConfigError(f"{self.where}: {message}")
+
+    def fail_at(self, inner_key: str, message: str) -> ConfigError:
+        """An error pointing at the line of `inner_key` (a parameter name, say) when this file has one."""
+        return ConfigError(f"{_where(self.path, self.text, inner_key)}: {message}")
 
 
 @dataclass(frozen=True)
@@ -387,32 +393,35 @@ def _read_parameters(value: Any, site: KeySite) -> dict[str, TaskParameter]:
         parameters[str(pname)] = _read_parameter(str(pname), spec, site)
     for pname, core in CORE_PARAMETERS.items():
         if pname in parameters:
-            raise site.fail(f"parameter name {pname!r} is reserved: every task has it ({core.help}).")
+            raise site.fail_at(
+                pname, f"parameter name {pname!r} is reserved: every task has it ({core.help})."
+            )
         parameters[pname] = core
     return parameters
 
 
 def _read_parameter(pname: str, spec: Any, site: KeySite) -> TaskParameter:
     if not isinstance(spec, dict) or "default" not in spec:
-        raise site.fail(f"parameter {pname!r} needs at least a `default`.")
+        raise site.fail_at(pname, f"parameter {pname!r} needs at least a `default`.")
     bad = set(spec) - PARAMETER_KEYS
     if bad:
-        raise site.fail(f"parameter {pname!r} has unknown key(s) {sorted(bad)}.")
+        raise site.fail_at(pname, f"parameter {pname!r} has unknown key(s) {sorted(bad)}.")
     ptype = spec.get("type", "str")
     if ptype not in PARAMETER_TYPES:
-        raise site.fail(f"parameter type must be one of {sorted(PARAMETER_TYPES)}.")
+        raise site.fail_at(pname, f"parameter type must be one of {sorted(PARAMETER_TYPES)}.")
     floors = spec.get("min_shots") or {}
     if not isinstance(floors, dict) or not all(
         isinstance(k, int) and not isinstance(k, bool) and k >= 0 for k in floors.values()
     ):
-        raise site.fail(
+        raise site.fail_at(
+            pname,
             f"`min_shots` of parameter {pname!r} must map values to the smallest k allowed with them, "
-            "e.g. {null: 1}."
+            "e.g. {null: 1}.",
         )
     unknown = [v for v in floors if spec.get("choices") is not None and v not in spec["choices"]]
     if unknown:
-        raise site.fail(
-            f"`min_shots` of parameter {pname!r} names {unknown!r}, which is not among its choices."
+        raise site.fail_at(
+            pname, f"`min_shots` of parameter {pname!r} names {unknown!r}, which is not among its choices."
         )
     return TaskParameter(
         name=pname,
@@ -615,7 +624,7 @@ def load_task_config(path: Path) -> TaskConfig:
     values = {}
     for key in TASK_SCHEMA:
         value = data[key.name] if key.name in data else key.default
-        site = KeySite(_where(path, text, key.name), origins.get(key.name, path.parent))
+        site = KeySite(_where(path, text, key.name), origins.get(key.name, path.parent), path, text)
         read = key.read(None if value is REQUIRED else value, site)
         if key.attr:
             values[key.attr] = read

@@ -116,3 +116,15 @@ def test_a_judge_role_that_cannot_run_breaks_its_task_at_discovery_without_judge
     assert "toy_tones_judged" not in registry.tasks and "toy_tones" in registry.tasks
     with pytest.raises(AudioEvalError, match=message):
         registry.select("toy_tones_judged")
+
+
+def test_a_bad_task_parameter_is_reported_at_its_own_line(tmp_path):
+    folder = _copy_toy(tmp_path)
+    path = folder / "toy_tones.yaml"
+    text = path.read_text().replace("style: {default: plain,", "style: {default: plain, kind: x,")
+    path.write_text(text)
+    line = text.splitlines().index(next(t for t in text.splitlines() if t.strip().startswith("style:"))) + 1
+    with pytest.raises(
+        ConfigError, match=rf"toy_tones\.yaml:{line}: parameter 'style' has unknown key\(s\) \['kind'\]"
+    ):
+        load_task_config(path)
