@@ -75,8 +75,8 @@ def audit(n_episodes: int, seed: int, shortcut_free: bool) -> dict[str, dict[str
     from audioeval.audioicl import remap
     from audioeval.models.baselines.shortcut import ShortcutModel
     from audioeval.prepared import prepare_tasks
+    from audioeval.reference_models import episode_rows
     from audioeval.registry import TaskRegistry
-    from audioeval.reports.audioicl import shortcut_episode_scores
 
     registry = TaskRegistry.discover()
     tasks = prepare_tasks(
@@ -102,8 +102,8 @@ def audit(n_episodes: int, seed: int, shortcut_free: bool) -> dict[str, dict[str
             for name, per_k in episode_measures(config, episode, pool).items():
                 for k, value in per_k.items():
                     sums[name][k].append(value)
-            for k, score in shortcut_episode_scores(model, task, episode).items():
-                sums["`shortcut` model"][k].append(score)
+            for row in episode_rows(model, task, episode):
+                sums["`shortcut` model"][row.k].append(row.scores.get("accuracy") or 0.0)
         if config == "audio_length_hard":
             sums['always "1"'][0] = [labels["1"] / len(task.indices)]
         results[task.name] = {

@@ -18,7 +18,11 @@ GROUP_KEYS = {
     "group": "name of the group (required)",
     "task": "list of member tasks or groups",
     "description": "one line shown by --tasks list",
-    "aggregate_metrics": "metrics averaged over the member tasks (default: those every member reports)",
+    "aggregate_metrics": "metrics averaged over the member tasks (names or globs such as score@*; default: those every "
+    "member reports)",
+    "facet_aggregation": "how the group aggregates its tasks' facets: mean_of_tasks (default: the unweighted mean "
+    "of the tasks' values, like the group's own numbers) or pooled_mean (the plain mean over all the tasks' samples "
+    "with that value)",
     "report": "module:function writing benchmark-specific tables and plots",
     "version": "version of the group definition",
     "metadata": "free-form information kept in results.json",
@@ -132,10 +136,11 @@ class TaskConfig:
     higher_is_better: dict[str, bool]
     generation_kwargs: dict[str, Any]
     parameters: dict[str, TaskParameter]
-    facets: tuple[str, ...]
     judge: dict[str, Any] | None
     report: str | None
     metadata: dict[str, Any]
+    facets: tuple[str, ...] = ()
+    reference_models: tuple[str, ...] = ()
     param_values: dict[str, Any] = field(default_factory=dict)
     min_shots_reason: str = ""  # the parameter value that raised min_shots, e.g. "prompt_style=null"
     origins: dict[str, Path] = field(default_factory=dict)  # key -> folder of the file that declares it
@@ -192,6 +197,10 @@ class GroupConfig:
     report: str | None = None
     version: Any = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    facet_aggregation: str = "mean_of_tasks"
+
+
+FACET_AGGREGATIONS = ("mean_of_tasks", "pooled_mean")
 
 
 def _check_keys(data: dict[str, Any], allowed: dict[str, str], path: Path, text: str, what: str) -> None:
@@ -435,12 +444,19 @@ def _read_parameter(pname: str, spec: Any, site: KeySite) -> TaskParameter:
 
 
 def _read_facets(value: Any, site: KeySite) -> tuple[str, ...]:
-    facets = _as_list(value)
-    if not all(isinstance(f, str) and f.isidentifier() for f in facets):
-        raise site.fail("`facets` must be a list of episode metadata field names, e.g. [domain, stage].")
+    facets = value or []
+    if not isinstance(facets, list) or not all(isinstance(f, str) and f.strip() for f in facets):
+        raise site.fail("`facets` must be a list of episode metadata field names, e.g. [domain].")
     if len(set(facets)) != len(facets):
         raise site.fail("`facets` names a field twice.")
     return tuple(facets)
+
+
+def _read_reference_models(value: Any, site: KeySite) -> tuple[str, ...]:
+    references = value or []
+    if not isinstance(references, list) or not all(isinstance(m, str) and m.strip() for m in references):
+        raise site.fail("`reference_models` must be a list of model names.")
+    return tuple(references)
 
 
 def _read_judge(value: Any, site: KeySite) -> dict[str, Any] | None:
@@ -601,8 +617,17 @@ TASK_SCHEMA: tuple[TaskKey, ...] = (
         "facets",
         "list of str",
         [],
-        "episode metadata fields each score row carries and results are broken down by, e.g. [domain, stage]",
+        "episode metadata fields (dotted for nested, e.g. variation.gender) whose values every metric is also "
+        "aggregated by, with CIs (results.json `facets`)",
         _read_facets,
+    ),
+    _key(
+        "reference_models",
+        "list of str",
+        [],
+        "offline models (e.g. shortcut) also scored on the run's own episodes, whatever --model is "
+        "(results.json `reference_models`)",
+        _read_reference_models,
     ),
     _key(
         "judge",
@@ -664,6 +689,12 @@ def load_group_config(path: Path) -> GroupConfig:
         raise ConfigError(
             f"{_where(path, text, 'aggregate_metrics')}: `aggregate_metrics` must be a list of names."
         )
+    facet_aggregation = data.get("facet_aggregation", FACET_AGGREGATIONS[0])
+    if facet_aggregation not in FACET_AGGREGATIONS:
+        raise ConfigError(
+            f"{_where(path, text, 'facet_aggregation')}: `facet_aggregation` must be one of "
+            f"{', '.join(FACET_AGGREGATIONS)}, got {facet_aggregation!r}."
+        )
     return GroupConfig(
         name=name,
         path=path,
@@ -673,6 +704,7 @@ def load_group_config(path: Path) -> GroupConfig:
         report=data.get("report"),
         version=data.get("version"),
         metadata=dict(data.get("metadata") or {}),
+        facet_aggregation=facet_aggregation,
     )
 
 

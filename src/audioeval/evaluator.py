@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from tqdm.auto import tqdm
 
 from audioeval.cache import ResponseStore
@@ -32,6 +31,7 @@ from audioeval.feed import EpisodeFeed
 from audioeval.models.base import Model
 from audioeval.outputs import SampleLog
 from audioeval.prepared import PreparedTask
+from audioeval.score_rows import ScoreRow, facet_values
 from audioeval.scoring import SampleToScore
 from audioeval.serving import Server
 from audioeval.types import Request, RequestId, Response, describe_messages
@@ -47,17 +47,6 @@ UNSCORED_MAX = 4096  # finished samples (without audio) waiting for the scoring 
 class EvalSettings:
     log_samples: bool = False
     show_progress: bool = True
-
-
-@dataclass
-class ScoreRow:
-    episode: int
-    k: int
-    scores: dict[str, float | None]
-    parse_failure: bool
-    error: bool
-    audio_seconds: float
-    error_message: str | None = None  # why the model gave no answer (first one is shown at the end of a run)
 
 
 @dataclass
@@ -334,6 +323,7 @@ class TaskPipeline:
                     error=error,
                     audio_seconds=done.audio_seconds,
                     error_message=done.response.error if error else None,
+                    facets=facet_values(done.sample_info["metadata"], self.task.config.facets),
                 )
             )
             if self.sample_log is not None:
@@ -374,25 +364,3 @@ def _drain(queue: asyncio.Queue[Any]) -> list[Any]:
     while not queue.empty():
         items.append(queue.get_nowait())
     return items
-
-
-def score_arrays(
-    rows: list[ScoreRow], k: int, names: list[str]
-) -> tuple[dict[str, np.ndarray], list[ScoreRow]]:
-    """Per-sample score columns for one shot count, in episode order; missing values (including samples
-    the model failed on) are NaN."""
-    selected = sorted((r for r in rows if r.k == k), key=lambda r: r.episode)
-    columns = {}
-    for name in names:
-        values = [r.scores.get(name) for r in selected]
-        columns[name] = np.array([np.nan if v is None else v for v in values], dtype=np.float64)
-    return columns, selected
-
-
-def score_names(rows: list[ScoreRow]) -> list[str]:
-    names: list[str] = []
-    for r in rows:
-        for name in r.scores:
-            if name not in names:
-                names.append(name)
-    return names

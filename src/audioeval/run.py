@@ -11,14 +11,20 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from audioeval.aggregate import aggregate_groups, aggregate_task
+from audioeval.aggregate import (
+    aggregate_facets,
+    aggregate_group_facets,
+    aggregate_groups,
+    aggregate_task,
+    needs_facet_draws,
+)
 from audioeval.augment.plan import AugmentPlan, parse_augment
 from audioeval.augment.sweep import clean_tasks, condition_groups, with_conditions, write_robustness
 from audioeval.cache import NoCache, ResponseCache
 from audioeval.distributed import Topology, collectively, init_topology
 from audioeval.endpoint_stats import EndpointStats
 from audioeval.errors import UsageError
-from audioeval.evaluator import EvalSettings, Evaluator, ScoreRow, TaskOutcome, TaskTiming
+from audioeval.evaluator import EvalSettings, Evaluator, TaskOutcome, TaskTiming
 from audioeval.models import create_model, get_model_class
 from audioeval.models.base import Model, check_model_args
 from audioeval.outputs import (
@@ -33,10 +39,12 @@ from audioeval.outputs import (
 )
 from audioeval.prepared import PreparedTask, preflight, prepare_tasks
 from audioeval.redact import redact_args
+from audioeval.reference_models import check_reference_models, score_reference_models
 from audioeval.registry import TaskRegistry
 from audioeval.reports import ReportContext, run_reports
 from audioeval.requirements import check_installed, module_source
 from audioeval.run_health import failure_warnings, resume_note, unjudged_warning
+from audioeval.score_rows import ScoreRow
 from audioeval.stats import DEFAULT_RESAMPLES
 
 log = logging.getLogger("audioeval")
@@ -137,6 +145,7 @@ def run_evaluation(cfg: RunConfig, topology: Topology | None = None) -> dict[str
     )
     tasks = with_conditions(tasks, plan)
     preflight(tasks, model_cls, cfg.model_args)
+    check_reference_models(tasks)
     check_installed(_code_of_run(cfg, judge_classes, tasks))
     if not cfg.judge and (warning := unjudged_warning(tasks)):
         log.warning(warning)
@@ -217,6 +226,8 @@ def _evaluate_and_write(
         return None
     results: dict[str, Any] = {}
     task_summaries: dict[str, Any] = {}
+    facets: dict[str, Any] = {}
+    facet_summaries: dict[str, Any] = {}
     all_rows: dict[str, list[ScoreRow]] = {}
     timings: dict[str, Any] = {}
     total = TaskTiming()
@@ -235,11 +246,37 @@ def _evaluate_and_write(
         )
         results[task.name] = per_k
         task_summaries[task.name] = summaries
+        if task.config.facets:
+            facets[task.name], facet_summaries[task.name] = aggregate_facets(
+                task.name,
+                task.shots,
+                rows,
+                task.scorer,
+                task.config.facets,
+                cfg.bootstrap_resamples,
+                cfg.seed,
+                keep_draws=needs_facet_draws(registry, group_names, task.name),
+            )
         all_rows[task.name] = rows
         timings[task.name] = _timing_block(task_timing)
     groups = aggregate_groups(registry, group_names, task_summaries)
     groups.update(
         condition_groups(plan, lambda g, s: aggregate_groups(registry, g, s), group_names, task_summaries)
+    )
+    facets.update(
+        aggregate_group_facets(
+            registry, group_names, facet_summaries, all_rows, cfg.bootstrap_resamples, cfg.seed
+        )
+    )
+    references = score_reference_models(
+        clean_tasks(tasks),
+        registry,
+        group_names,
+        cfg.model,
+        results,
+        groups,
+        cfg.bootstrap_resamples,
+        cfg.seed,
     )
     wall = time.perf_counter() - wall_start
     total.wall_s = wall
@@ -248,6 +285,8 @@ def _evaluate_and_write(
     output: dict[str, Any] = {
         "results": results,
         "groups": groups,
+        "facets": facets,
+        "reference_models": references,
         "configs": {
             t.name: {
                 "hash": t.config.content_hash(),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from audioeval.evaluator import ScoreRow
+from audioeval.score_rows import ScoreRow
 
 
 def _short(text: str, limit: int = 160) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from audioeval.evaluator import ScoreRow, score_arrays, score_names
+from audioeval.score_rows import ScoreRow, score_arrays, score_names
 from audioeval.scoring import HARNESS_SCORES
 from audioeval.stats import Aggregation, percentile_ci, stable_seed
 

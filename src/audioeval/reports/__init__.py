@@ -1,7 +1,11 @@
 """Benchmark-specific tables and plots, run on rank 0 after results.json is written.
 
 A task or group YAML names its report as `report: module:function`. The function receives a ReportContext
-and returns the paths it wrote; they are listed under `reports` in results.json."""
+and returns the paths it wrote; they are listed under `reports` in results.json.
+
+A report only formats: every number it shows comes from results.json (`results`, `groups`, `facets`) or the
+scored samples, and what it knows about a task (its paper name, axis, chance level ...) from the task's YAML
+`metadata`. It finds its tasks with `benchmark_tasks` (a `metadata` block named after the benchmark)."""
 
 from __future__ import annotations
 
@@ -20,9 +24,22 @@ log = logging.getLogger("audioeval")
 class ReportContext:
     results: dict[str, Any]  # the results.json content
     run_dir: Path
-    rows: dict[str, list[Any]]  # task -> ScoreRow list (all ranks)
+    rows: dict[str, list[Any]]  # task -> ScoreRow list (all ranks): the scored samples
     registry: Any
     tasks: list[Any]  # PreparedTask list
+
+
+def benchmark_tasks(results: dict[str, Any], namespace: str) -> list[tuple[str, dict[str, Any]]]:
+    """(task, its YAML `metadata[namespace]`) for each clean (not augmented) task of the run whose metadata
+    has that block, in the order of results.json."""
+    configs = results.get("configs") or {}
+    found = []
+    for name in results.get("results") or {}:
+        entry = configs.get(name) or {}
+        block = ((entry.get("config") or {}).get("metadata") or {}).get(namespace)
+        if isinstance(block, dict) and "augment" not in entry:
+            found.append((name, block))
+    return found
 
 
 def resolve_report(spec: str, source: str) -> Any:

@@ -3,10 +3,13 @@ one row per judge), Figure 2 and Tables 11-22 (per domain, both orders and each 
 Figure 3(c) (each judge's two orders and its position bias), with 95% bootstrap CIs, the n behind every
 number, and counts of empty responses, model errors and judge failures (out-of-range verdicts among them).
 
-Dataset means follow the paper's arithmetic (`audioeval.adu.domains.domain_weight`): the mean of each
-domain, combined with the domain weights, bootstrapped within domains — the same aggregation as the
-`score` columns in results.json. A judge's two orders and its position bias are computed over the same
-items: those where both orders succeeded.
+It only formats results.json. Each ADU-Bench task (found by its `metadata: {adu_bench: {dataset: ...}}`)
+is one dataset: its means are `results[task]` (the paper's arithmetic is the task's declared
+`stratified_mean` over domains, `audioeval.adu.domains.domain_weight`), its domains are the task's `domain`
+facet, Table 2's Average is the `adu_bench` group (`score` and `score@<judge>`), and the variation breakdown
+is that group's `variation.*` facets (per level, the plain mean over the items of all datasets). A
+judge's two orders and its position bias are over the same items: those where both orders succeeded (the
+metric leaves the others empty).
 
 Written into the run folder as adu_bench_report.md, adu_bench_report.json and adu_bench_domains.png.
 `python -m audioeval.reports.adu RUN_DIR [RUN_DIR ...]` prints Table 2 with one row per run and judge.
@@ -19,21 +22,17 @@ import json
 import logging
 import math
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from audioeval.adu.domains import DATASETS, DOMAINS, domain_stratum, domain_weight
+from audioeval.adu.domains import DATASETS, DOMAINS
 from audioeval.errors import UsageError
-from audioeval.reports import ReportContext
+from audioeval.reports import ReportContext, benchmark_tasks
 from audioeval.reports.adu_text import markdown, table2
-from audioeval.stats import Aggregation, MetricSummary, stable_seed, summarize, summarize_group
 
 log = logging.getLogger("audioeval")
-BUILDER = "adu_bench"
-VARIATION_FACTORS = ("gender", "speaker", "rate", "pitch", "volume")
+BENCHMARK = "adu_bench"  # the tasks' metadata block
+VARIATION = "variation."  # the facets of voice variation factors (tasks/adu_bench/_adu_base.yaml)
 REPORT_JSON = "adu_bench_report.json"
 # per judge: the column of results (per sample) behind each reported number
 ORDER_COLUMNS = {
@@ -42,168 +41,148 @@ ORDER_COLUMNS = {
     "resp_first": "score_resp_first",
     "position_bias": "position_bias",
 }
+Block = dict[str, Any]  # one `<k>-shot` block of results.json (a task's, a group's or a facet value's)
 
 
-@dataclass
-class ItemScore:
-    dataset: str
-    domain: str
-    variation: dict[str, Any]
-    scores: dict[str, float | None]
-    error: bool
-
-
-def collect(ctx: ReportContext) -> list[ItemScore]:
-    """One ItemScore per evaluated ADU-Bench sample, with its dataset, domain and variation."""
-    items = []
-    for task in ctx.tasks:
-        if task.config.builder != BUILDER:
-            continue
-        for row in ctx.rows.get(task.name, []):
-            meta = task.builder.describe(row.episode)
-            items.append(
-                ItemScore(meta["dataset"], meta["domain"], meta.get("variation") or {}, row.scores, row.error)
-            )
-    return items
-
-
-def _column(values: list[float | None]) -> np.ndarray:
-    return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
-
-
-def _item_mean(values: list[float | None], n_resamples: int, seed: int) -> MetricSummary:
-    return summarize({"x": _column(values)}, Aggregation("mean", ("x",)), n_resamples, seed)
-
-
-def dataset_mean(rows: list[ItemScore], key: str, n_resamples: int, seed: int) -> MetricSummary:
-    """The paper's dataset mean of per-sample `key`: domain means combined with the domains' weights."""
-    columns = {
-        "x": _column([i.scores.get(key) for i in rows]),
-        "stratum": np.array([domain_stratum(i.dataset, i.domain) for i in rows], dtype=np.float64),
-        "weight": np.array([domain_weight(i.dataset, i.domain) for i in rows], dtype=np.float64),
-    }
-    return summarize(columns, Aggregation("stratified", ("x", "stratum", "weight")), n_resamples, seed)
-
-
-def as_json(s: MetricSummary) -> dict[str, Any]:
-    return {"mean": _num(s.value), "ci95": [_num(x) for x in s.ci95], "n": s.n, "missing": s.missing}
-
-
-def _num(x: float) -> float | None:
+def _num(x: Any) -> float | None:
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else round(float(x), 4)
 
 
-def judge_ids(items: list[ItemScore], given: list[str] | None = None) -> list[str]:
+def _shot_block(per_k: dict[str, Any] | None) -> Block | None:
+    """ADU-Bench is zero-shot: the one `<k>-shot` block."""
+    return next(iter((per_k or {}).values()), None)
+
+
+def as_json(block: Block | None, name: str) -> dict[str, Any]:
+    """Metric `name` of a task or facet block: mean, CI, items scored (n) and items without a score among
+    those the model answered (missing)."""
+    if block is None:
+        return {"mean": None, "ci95": [None, None], "n": 0, "missing": 0}
+    errors = block.get("errors", 0)
+    if name not in block:  # no sample had this column
+        return {"mean": None, "ci95": [None, None], "n": 0, "missing": block["n"] - errors}
+    missing = block.get(f"{name}_missing", 0)
+    ci = block.get(f"{name}_ci95") or [None, None]
+    return {
+        "mean": _num(block[name]),
+        "ci95": [_num(ci[0]), _num(ci[1])],
+        "n": block["n"] - missing,
+        "missing": missing - errors,
+    }
+
+
+def _count(block: Block, name: str) -> tuple[int, int]:
+    """(items with a value of the 0/1 column `name`, how many of them are 1)."""
+    n = as_json(block, name)["n"]
+    return n, round(float(block[name]) * n) if n else 0  # the unrounded mean: exact for any n
+
+
+def judge_ids(results: dict[str, Any], tasks: list[str]) -> list[str]:
     """The judges that scored something, in the order they were given (else first seen)."""
     seen: list[str] = []
-    for i in items:
-        for key in i.scores:
-            if key.startswith("score@") and key[6:] not in seen:
-                seen.append(key[6:])
-    return [j for j in (given or []) if j in seen] + [j for j in seen if j not in (given or [])]
+    for task in tasks:
+        for key in _shot_block(results["results"].get(task)) or {}:
+            if key.startswith("score@") and not key.endswith(("_stderr", "_ci95", "_missing")):
+                if key[6:] not in seen:
+                    seen.append(key[6:])
+    given = list(results.get("judges") or {})
+    return [j for j in given if j in seen] + [j for j in seen if j not in given]
 
 
 def _ordered(names: set[str], canonical: tuple[str, ...]) -> list[str]:
     return [n for n in canonical if n in names] + sorted(names - set(canonical))
 
 
-def summarise(
-    items: list[ItemScore], n_resamples: int, seed: int, given_judges: list[str] | None = None
-) -> dict[str, Any]:
-    judges = judge_ids(items, given_judges)
+def _covering(results: dict[str, Any], tasks: list[str]) -> tuple[Block | None, dict[str, Any]]:
+    """The zero-shot block and the facets of the group made of exactly these tasks (Table 2's Average);
+    with one task and no such group, that task's own (the mean of one dataset mean is that mean)."""
+    for name, per_k in (results.get("groups") or {}).items():
+        block = _shot_block(per_k)
+        if block is not None and set(block.get("subtasks") or []) == set(tasks):
+            return block, (results.get("facets") or {}).get(name) or {}
+    if len(tasks) == 1:
+        return _shot_block(results["results"].get(tasks[0])), (results.get("facets") or {}).get(
+            tasks[0]
+        ) or {}
+    return None, {}
+
+
+def summarise(results: dict[str, Any]) -> dict[str, Any] | None:
+    """The report's numbers, read from results.json; None when the run has no ADU-Bench task."""
+    found = {str(info.get("dataset")): task for task, info in benchmark_tasks(results, BENCHMARK)}
+    if not found:
+        return None
+    tasks = [found[ds] for ds in _ordered(set(found), tuple(DATASETS))]
+    judges = judge_ids(results, tasks)
     datasets: dict[str, Any] = {}
-    by_judge: dict[str, dict[str, MetricSummary]] = {j: {} for j in judges}
-    first: dict[str, MetricSummary] = {}
-    for ds in _ordered({i.dataset for i in items}, tuple(DATASETS)):
-        rows = [i for i in items if i.dataset == ds and not i.error]
-        domains = _ordered({i.domain for i in rows}, DOMAINS.get(ds, ()))
-        blocks = {}
-        for j in judges:
-            blocks[j] = _judge_block(rows, ds, domains, j, n_resamples, seed)
-            by_judge[j][ds] = blocks[j].pop("_score")
-        if judges:  # `score` is the first judge's
-            first[ds] = by_judge[judges[0]][ds]
-            domain_scores = {d: blocks[judges[0]]["domains"][d]["score"] for d in domains}
-        else:  # no judge: every score is missing, and the tables say so
-            first[ds] = dataset_mean(rows, "score", 0, seed)
-            domain_scores = {
-                d: as_json(_item_mean([i.scores.get("score") for i in rows if i.domain == d], 0, seed))
-                for d in domains
-            }
-        datasets[ds] = {
-            "score": as_json(first[ds]),
-            "domains": domain_scores,
-            "judges": blocks,
-            "items": len([i for i in items if i.dataset == ds]),
-            "errors": sum(i.error for i in items if i.dataset == ds),
-            "empty_responses": int(sum(i.scores.get("empty_response_rate") or 0 for i in rows)),
+    for ds in _ordered(set(found), tuple(DATASETS)):
+        task = found[ds]
+        block = _shot_block(results["results"].get(task)) or {"n": 0}
+        by_domain = ((results.get("facets") or {}).get(task) or {}).get("domain") or {}
+        domain_blocks = {d: _shot_block(per_k) for d, per_k in by_domain.items()}
+        answered = {d for d, b in domain_blocks.items() if b and b["n"] > b.get("errors", 0)}
+        domains = {d: domain_blocks[d] for d in _ordered(answered, DOMAINS.get(ds, ()))}
+        blocks = {j: _judge_block(block, domains, j) for j in judges}
+        scores = {
+            d: blocks[judges[0]]["domains"][d]["score"] if judges else as_json(b, "score")
+            for d, b in domains.items()
         }
+        datasets[ds] = {
+            "score": as_json(block, "score"),
+            "domains": scores,
+            "judges": blocks,
+            "items": block["n"],
+            "errors": block.get("errors", 0),
+            "empty_responses": _count(block, "empty_response_rate")[1],
+        }
+    group, facets = _covering(results, tasks)
     return {
         "judges": judges,
         "datasets": datasets,
-        "average": _average(list(first.values())),
-        "judge_averages": {j: _average(list(by_judge[j].values())) for j in judges},
-        "variation": _by_variation(items, n_resamples, seed),
+        "average": _average(group, datasets, "score", None),
+        "judge_averages": {j: _average(group, datasets, f"score@{j}", j) for j in judges},
+        "variation": _by_variation(facets),
     }
 
 
-def _average(dataset_summaries: list[MetricSummary]) -> dict[str, Any] | None:
-    """Table 2's Average: the unweighted mean of the dataset means."""
-    usable = [s for s in dataset_summaries if s.n]
-    return as_json(summarize_group(usable)) if usable else None
-
-
-def _judge_block(
-    rows: list[ItemScore], ds: str, domains: list[str], judge: str, n_resamples: int, seed: int
-) -> dict[str, Any]:
-    """One judge on one dataset: its score, each order and the position bias (dataset means over the items
-    where both orders succeeded), the same per domain, and its failures."""
-    block: dict[str, Any] = {}
-    for name, key in ORDER_COLUMNS.items():
-        summary = dataset_mean(rows, f"{key}@{judge}", n_resamples, stable_seed(seed, ds, judge, key))
-        block[name] = as_json(summary)
-        if name == "score":
-            block["_score"] = summary  # kept (with its bootstrap draws) for this judge's Average
-    block["domains"] = {
-        dom: {
-            name: as_json(
-                _item_mean(
-                    [i.scores.get(f"{key}@{judge}") for i in rows if i.domain == dom],
-                    n_resamples if name == "score" else 0,
-                    stable_seed(seed, ds, dom, judge, key),
-                )
-            )
-            for name, key in ORDER_COLUMNS.items()
-        }
-        for dom in domains
+def _average(
+    group: Block | None, datasets: dict[str, Any], name: str, judge: str | None
+) -> dict[str, Any] | None:
+    """Table 2's Average (the group's unweighted mean of the dataset means), with the items behind it."""
+    if group is None or _num(group.get(name)) is None:
+        return None
+    cells = [b["judges"][judge]["score"] if judge else b["score"] for b in datasets.values()]
+    ci = group.get(f"{name}_ci95") or [None, None]
+    return {
+        "mean": _num(group[name]),
+        "ci95": [_num(ci[0]), _num(ci[1])],
+        "n": sum(c["n"] for c in cells),
+        "missing": sum(c["missing"] for c in cells),
     }
-    judged = [i for i in rows if i.scores.get(f"judge_failure_rate@{judge}") is not None]
-    block["judged"] = len(judged)
-    block["failures"] = int(sum(i.scores[f"judge_failure_rate@{judge}"] or 0 for i in judged))
-    block["out_of_range"] = int(sum(i.scores.get(f"judge_out_of_range@{judge}") or 0 for i in judged))
-    return block
 
 
-def _by_variation(items: list[ItemScore], n_resamples: int, seed: int) -> dict[str, Any]:
+def _judge_block(block: Block, domains: dict[str, Block | None], judge: str) -> dict[str, Any]:
+    """One judge on one dataset: its score, each order and the position bias, the same per domain, and its
+    failures."""
+    out: dict[str, Any] = {name: as_json(block, f"{key}@{judge}") for name, key in ORDER_COLUMNS.items()}
+    out["domains"] = {
+        d: {name: as_json(b, f"{key}@{judge}") for name, key in ORDER_COLUMNS.items()}
+        for d, b in domains.items()
+    }
+    out["judged"], out["failures"] = _count(block, f"judge_failure_rate@{judge}")
+    out["out_of_range"] = _count(block, f"judge_out_of_range@{judge}")[1]
+    return out
+
+
+def _by_variation(facets: dict[str, Any]) -> dict[str, Any]:
+    """Per variation factor the tasks declare as a facet (in their order) with two levels or more: each
+    level's score over the items of every dataset (the adu_bench group's facets, pooled)."""
     out: dict[str, Any] = {}
-    for factor in VARIATION_FACTORS:
-        levels = sorted({str(i.variation.get(factor)) for i in items if i.variation.get(factor) is not None})
-        if len(levels) < 2:
-            continue
-        out[factor] = {
-            level: as_json(
-                _item_mean(
-                    [
-                        i.scores.get("score")
-                        for i in items
-                        if not i.error and str(i.variation.get(factor)) == level
-                    ],
-                    n_resamples,
-                    stable_seed(seed, factor, level),
-                )
-            )
-            for level in levels
-        }
+    for facet, levels in facets.items():
+        if facet.startswith(VARIATION) and len(levels) >= 2:
+            out[facet[len(VARIATION) :]] = {
+                level: as_json(_shot_block(per_k), "score") for level, per_k in levels.items()
+            }
     return out
 
 
@@ -238,15 +217,9 @@ def _warn_about_failures(summary: dict[str, Any]) -> None:
 def report(ctx: ReportContext) -> list[Path]:
     from audioeval.reports.adu_plot import plot
 
-    items = collect(ctx)
-    if not items:
+    summary = summarise(ctx.results)
+    if summary is None:
         return []
-    summary = summarise(
-        items,
-        int(ctx.results.get("bootstrap_resamples", 10_000)),
-        int(ctx.results.get("seed", 0)),
-        list(ctx.results.get("judges") or {}),
-    )
     model = model_label(ctx.results)
     summary["model"] = model
     summary["judge_endpoints"] = {

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from audioeval.reports import ReportContext
+from audioeval.reports import ReportContext, benchmark_tasks
 from audioeval.stats import Aggregation, stable_seed, summarize
 
 GROUP_A = ("asr", "ser", "gr", "mmau")
@@ -42,12 +42,8 @@ TABLE2_COLUMNS = [
 
 
 def _alice_tasks(ctx: ReportContext) -> list[tuple[str, dict[str, Any]]]:
-    out = []
-    for task in ctx.tasks:
-        info = (task.config.metadata or {}).get("alice")
-        if isinstance(info, dict) and task.name in ctx.rows:
-            out.append((task.name, info))
-    return out
+    """(task, its YAML metadata.alice: stage, task, category) for the ALICE tasks of the run."""
+    return [(name, info) for name, info in benchmark_tasks(ctx.results, "alice") if name in ctx.rows]
 
 
 def _in_setting(k: int, setting: str) -> bool:

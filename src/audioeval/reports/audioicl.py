@@ -1,40 +1,27 @@
 """AudioICL-Bench report: accuracy per task and k with 95% CIs next to each task's chance level (as the
 paper states it) and the `shortcut` baseline's accuracy on the same episodes (what a model scores without
-analysing the signal), the A2 and A3 averages of Table III, and a shot-scaling figure (one panel per task, CI
-bands, dotted chance line, dashed shortcut line). Written to the run folder as audioicl_report.md and
-audioicl_shot_scaling.png.
+analysing the signal), the A2 and A3 averages of Table III with their CIs, and a shot-scaling figure (one
+panel per task, CI bands, dotted chance line, dashed shortcut line). Written to the run folder as
+audioicl_report.md and audioicl_shot_scaling.png.
+
+It only formats results.json: task accuracies from `results`, the A2/A3 averages from the groups whose YAML
+`metadata` names an axis (`groups`), the shortcut column from `reference_models` (the tasks declare
+`reference_models: [shortcut]`), and each task's paper name, axis and chance level from its YAML
+`metadata.audioicl_bench`.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-import time
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from audioeval.models.baselines.shortcut import ShortcutModel
-from audioeval.reports import ReportContext
-from audioeval.scoring import SampleToScore
+from audioeval.reports import ReportContext, benchmark_tasks
 
 log = logging.getLogger("audioeval")
-
-# config -> (short name used in the paper, full name, Axis-A group, chance accuracy from the paper)
-TASKS: dict[str, tuple[str, str, str, float]] = {
-    "audio_count": ("AC", "AudioCount", "A2", 1 / 8),
-    "audio_count_hard": ("ACH", "AudioCountHard", "A2", 1 / 8),
-    "audio_operator": ("AO", "AudioOperator", "A2", 1 / 3),
-    "audio_operator_hard": ("AOH", "AudioOperatorHard", "A2", 1 / 9),
-    "audio_remap": ("AR", "AudioRemap", "A2", 1 / 8),
-    "anomaly_detect": ("AD", "AnomalyDetect", "A2", 1 / 2),
-    "audio_length": ("AL", "AudioLength", "A3", 1 / 20),
-    "audio_length_hard": ("ALH", "AudioLengthHard", "A3", 1 / 20),
-    "morse_code": ("MC", "MorseCode", "A3", (1 / 26) ** 5),
-    "morse_letter": ("ML", "MorseLetter (ablation)", "ablation", 1 / 26),
-}
-CHANCE_NOTES = {"morse_code": "(1/26)^L for an L-letter word; (1/26)^5 for the shipped list"}
-GROUPS = ("A2", "A3")
+BENCHMARK = "audioicl_bench"  # the tasks' and groups' metadata block
+SHORTCUT = "shortcut"  # the reference model behind the shortcut column
 
 
 def _number(value: Any) -> float | None:
@@ -44,95 +31,94 @@ def _number(value: Any) -> float | None:
     return None if math.isnan(value) else value
 
 
-def collect(ctx: ReportContext) -> list[dict[str, Any]]:
-    """One record per evaluated AudioICL-Bench task: config, names, chance, parameters and per-k results."""
-    records = []
-    for task in ctx.tasks:
-        config = task.config.builder_config
-        if task.config.builder != "audioicl_bench" or config not in TASKS:
-            continue
-        short, full, group, chance = TASKS[config]
-        per_k = {}
-        for k in task.shots:
-            block = (ctx.results.get("results", {}).get(task.name) or {}).get(f"{k}-shot") or {}
-            ci = block.get("accuracy_ci95") or [None, None]
-            per_k[k] = {
-                "accuracy": _number(block.get("accuracy")),
-                "ci95": [_number(ci[0]), _number(ci[1])],
-                "n": block.get("n"),
-                "parse_failure_rate": _number(block.get("parse_failure_rate")),
-            }
-        records.append(
-            {
-                "task": task.name,
-                "config": config,
-                "short": short,
-                "name": full,
-                "group": group,
-                "chance": chance,
-                "params": dict(task.config.param_values),
-                "per_k": per_k,
-            }
-        )
-    order = list(TASKS)
-    return sorted(records, key=lambda r: order.index(r["config"]))
-
-
-def shortcut_episode_scores(model: ShortcutModel, task: Any, episode: dict[str, Any]) -> dict[int, float]:
-    """k -> the `shortcut` model's score (0/1 accuracy) on one episode of a prepared task, scored by the task."""
-    pairs = task.requests_for(episode)
-    responses = model.generate([request for request, _ in pairs])
-    samples = [
-        SampleToScore(response.text or "", target, request.info["sample_info"])
-        for (request, target), response in zip(pairs, responses, strict=True)
-    ]
+def _accuracy(block: dict[str, Any] | None) -> dict[str, Any]:
+    block = block or {}
+    ci = block.get("accuracy_ci95") or [None, None]
     return {
-        request.rid.shots: scored["scores"].get("accuracy") or 0.0
-        for (request, _), scored in zip(pairs, task.scorer.score(samples), strict=True)
+        "accuracy": _number(block.get("accuracy")),
+        "ci95": [_number(ci[0]), _number(ci[1])],
+        "n": block.get("n"),
+        "parse_failure_rate": _number(block.get("parse_failure_rate")),
     }
 
 
-def shortcut_scores(ctx: ReportContext, records: list[dict[str, Any]]) -> dict[str, dict[int, float]]:
-    """Task -> k -> accuracy of the `shortcut` baseline on the run's own episodes (recomputed here unless the
-    run's model is `shortcut`): it needs no model and no signal analysis, only the episodes again."""
-    if (ctx.results.get("model") or {}).get("name") == ShortcutModel.name:
-        return {
-            r["task"]: {k: v["accuracy"] for k, v in r["per_k"].items() if v["accuracy"] is not None}
-            for r in records
-        }
-    started = time.perf_counter()
-    wanted = {r["task"] for r in records}
-    tasks = [t for t in ctx.tasks if t.name in wanted]
-    model = ShortcutModel(seed=int(ctx.results.get("seed") or 0))
-    model.prepare(tasks)
-    out: dict[str, dict[int, float]] = {}
-    for task in tasks:
-        scores: dict[int, list[float]] = defaultdict(list)
-        for index in task.indices:
-            for k, score in shortcut_episode_scores(model, task, task.episode(index)).items():
-                scores[k].append(score)
-        out[task.name] = {k: sum(v) / len(v) for k, v in scores.items()}
-    log.info(
-        "audioicl report: shortcut baseline scored on the run's episodes in %.1fs",
-        time.perf_counter() - started,
-    )
+def collect(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """One record per evaluated AudioICL-Bench task: names, axis, chance, parameters, per-k results and the
+    shortcut baseline's accuracy on the same episodes."""
+    configs = results.get("configs") or {}
+    shortcut = (results.get("reference_models") or {}).get(SHORTCUT) or {}
+    records = []
+    for task, info in benchmark_tasks(results, BENCHMARK):
+        per_k = {}
+        for key, block in (results["results"].get(task) or {}).items():
+            k = int(key.split("-")[0])
+            per_k[k] = _accuracy(block)
+            per_k[k]["shortcut"] = _number(((shortcut.get(task) or {}).get(key) or {}).get("accuracy"))
+        records.append(
+            {
+                "task": task,
+                "short": info["short"],
+                "name": info["name"],
+                "group": info["axis"],
+                "chance": float(info["chance"]),
+                "chance_note": info.get("chance_note"),
+                "params": dict((configs[task].get("config") or {}).get("parameters") or {}),
+                "per_k": per_k,
+            }
+        )
+    return records
+
+
+def axis_groups(ctx: ReportContext) -> dict[str, str]:
+    """Axis -> the group (declared in YAML with `metadata.audioicl_bench.axis`) whose mean is its average."""
+    out = {}
+    for name, group in ctx.registry.groups.items():
+        axis = ((group.metadata or {}).get(BENCHMARK) or {}).get("axis")
+        if axis:
+            out[str(axis)] = name
+    return dict(sorted(out.items()))
+
+
+def group_rows(ctx: ReportContext) -> dict[str, dict[int, dict[str, Any]]]:
+    """Axis -> k -> the group's accuracy with its CI, the tasks it averages and the tasks it has; for the
+    axis groups that ran, and the same from `reference_models` for the shortcut column."""
+    out: dict[str, dict[int, dict[str, Any]]] = {}
+    for axis, name in axis_groups(ctx).items():
+        size = len(ctx.registry.leaf_tasks(name))
+        for key, block in (ctx.results.get("groups") or {}).get(name, {}).items():
+            row = _accuracy(block)
+            row["tasks"] = len(block.get("subtasks") or []) - len(block.get("accuracy_unscored") or [])
+            row["size"] = size
+            shortcut = ((ctx.results.get("reference_models") or {}).get(SHORTCUT) or {}).get(name) or {}
+            row["shortcut"] = _number((shortcut.get(key) or {}).get("accuracy"))
+            out.setdefault(axis, {})[int(key.split("-")[0])] = row
     return out
 
 
-def group_means(
-    records: list[dict[str, Any]], field: str = "accuracy"
-) -> dict[str, dict[int, tuple[float, int, int]]]:
-    """A2/A3 -> k -> (mean of `field` over the group's evaluated tasks, tasks evaluated, tasks in the group)."""
-    out: dict[str, dict[int, tuple[float, int, int]]] = {}
-    for group in GROUPS:
-        size = sum(1 for t in TASKS.values() if t[2] == group)
-        members = [r for r in records if r["group"] == group]
-        ks = sorted({k for r in members for k in r["per_k"]})
-        for k in ks:
-            values = [r["per_k"][k][field] for r in members if r["per_k"].get(k, {}).get(field) is not None]
-            if values:
-                out.setdefault(group, {})[k] = (sum(values) / len(values), len(values), size)
-    return out
+def footnotes(ctx: ReportContext) -> list[str]:
+    """Which tasks each average holds (from the groups' YAML), and the notes of tasks in no average."""
+    short = {name: ((task.metadata or {}).get(BENCHMARK) or {}) for name, task in ctx.registry.tasks.items()}
+    groups = axis_groups(ctx)
+    members = {axis: ctx.registry.leaf_tasks(name) for axis, name in groups.items()}
+    lines = []
+    if groups:
+        lines.append(
+            "; ".join(
+                f"{axis} = " + ", ".join(short[t].get("short", t) for t in ts) for axis, ts in members.items()
+            )
+            + " (unweighted means of task accuracies, as in Table III)."
+        )
+    averaged = {t for ts in members.values() for t in ts}
+    lines += [info["note"] for name, info in short.items() if info.get("note") and name not in averaged]
+    evaluated = set(ctx.results.get("results") or {})
+    for axis, name in groups.items():
+        ran = [t for t in members[axis] if t in evaluated]
+        if ran and name not in (ctx.results.get("groups") or {}):
+            lines.append(
+                f"No {axis} average: its group `{name}` was not run ({len(ran)} of its {len(members[axis])} "
+                f"tasks were); run `--tasks {name}` for it."
+            )
+    return lines
 
 
 def _pct(value: float | None) -> str:
@@ -140,9 +126,17 @@ def _pct(value: float | None) -> str:
 
 
 def _chance(record: dict[str, Any]) -> str:
-    if record["config"] in CHANCE_NOTES:
-        return "≈0 (" + CHANCE_NOTES[record["config"]] + ")"
+    if record["chance_note"]:
+        return "≈0 (" + record["chance_note"] + ")"
     return f"{100 * record['chance']:.1f}"
+
+
+def _cell(res: dict[str, Any] | None, with_n: bool = True) -> str:
+    if not res or res["accuracy"] is None:
+        return "—"
+    lo, hi = res["ci95"]
+    ci = f" [{_pct(lo)}, {_pct(hi)}]" if lo is not None and hi is not None else ""
+    return f"{_pct(res['accuracy'])}{ci}" + (f" (n={res['n']})" if with_n else "")
 
 
 def _shortcut_cell(per_k: dict[int, Any], ks: list[int]) -> str:
@@ -151,9 +145,9 @@ def _shortcut_cell(per_k: dict[int, Any], ks: list[int]) -> str:
 
 def markdown(
     records: list[dict[str, Any]],
-    groups: dict[str, Any],
+    groups: dict[str, dict[int, dict[str, Any]]],
     ctx_results: dict[str, Any],
-    shortcut_groups: dict[str, Any] | None = None,
+    notes: list[str],
 ) -> str:
     ks = sorted({k for r in records for k in r["per_k"]})
     params = sorted(
@@ -185,14 +179,6 @@ def markdown(
         "|---|---|---|---|" + "---|" * len(ks) + "---|",
     ]
     for r in records:
-        cells = []
-        for k in ks:
-            res = r["per_k"].get(k)
-            if not res or res["accuracy"] is None:
-                cells.append("—")
-                continue
-            lo, hi = res["ci95"]
-            cells.append(f"{_pct(res['accuracy'])} [{_pct(lo)}, {_pct(hi)}] (n={res['n']})")
         failures = [
             v["parse_failure_rate"] for v in r["per_k"].values() if v["parse_failure_rate"] is not None
         ]
@@ -200,34 +186,25 @@ def markdown(
             f"| {r['name']} ({r['short']}) | {r['group']} | {_chance(r)} | "
             + _shortcut_cell({k: v.get("shortcut") for k, v in r["per_k"].items()}, ks)
             + " | "
-            + " | ".join(cells)
+            + " | ".join(_cell(r["per_k"].get(k)) for k in ks)
             + f" | {_pct(max(failures)) if failures else '—'} |"
         )
-    for group in GROUPS:
-        if group not in groups:
-            continue
+    for axis, per_k in groups.items():
         cells = []
         for k in ks:
-            if k in groups[group]:
-                mean, have, size = groups[group][k]
-                cells.append(f"{_pct(mean)}" + ("" if have == size else f" ({have}/{size} tasks)"))
-            else:
-                cells.append("—")
-        shortcut = (shortcut_groups or {}).get(group, {})
+            row = per_k.get(k)
+            note = ""
+            if row is not None and row["accuracy"] is not None and row["tasks"] != row["size"]:
+                note = f" ({row['tasks']}/{row['size']} tasks)"  # some of its tasks have no score
+            cells.append(_cell(row, with_n=False) + note)
         lines.append(
-            f"| **{group} average** | {group} | | "
-            + _shortcut_cell({k: v[0] for k, v in shortcut.items()}, ks)
+            f"| **{axis} average** | {axis} | | "
+            + _shortcut_cell({k: v.get("shortcut") for k, v in per_k.items()}, ks)
             + " | "
             + " | ".join(cells)
             + " | |"
         )
-    lines += [
-        "",
-        "A2 = AC, ACH, AO, AOH, AR, AD; A3 = AL, ALH, MC (unweighted means of task accuracies, as in Table III).",
-        "MorseLetter is the single-letter ablation (Table IV) and is in neither average.",
-        "",
-    ]
-    return "\n".join(lines)
+    return "\n".join([*lines, "", *notes, ""])
 
 
 def plot(records: list[dict[str, Any]], path: Path) -> Path:
@@ -276,17 +253,10 @@ def plot(records: list[dict[str, Any]], path: Path) -> Path:
 
 
 def write_report(ctx: ReportContext) -> list[Path]:
-    records = collect(ctx)
+    records = collect(ctx.results)
     if not records:
         return []
-    shortcut = shortcut_scores(ctx, records)
-    for r in records:
-        for k, res in r["per_k"].items():
-            res["shortcut"] = shortcut.get(r["task"], {}).get(k)
     table = ctx.run_dir / "audioicl_report.md"
-    table.write_text(
-        markdown(records, group_means(records), ctx.results, group_means(records, "shortcut")),
-        encoding="utf-8",
-    )
+    table.write_text(markdown(records, group_rows(ctx), ctx.results, footnotes(ctx)), encoding="utf-8")
     figure = plot(records, ctx.run_dir / "audioicl_shot_scaling.png")
     return [table, figure]
