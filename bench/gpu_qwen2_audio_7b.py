@@ -74,7 +74,7 @@ def build(folder: Path, smoke: bool, device: str):
     import torch
     from transformers import Qwen2AudioConfig, Qwen2AudioForConditionalGeneration
 
-    from audioeval.models.tiny import qwen2_audio_processor
+    from audioeval.testing.tiny import qwen2_audio_processor
 
     processor = qwen2_audio_processor(chunk_seconds=30, mel_bins=128)
     config = Qwen2AudioConfig(

@@ -73,7 +73,7 @@ def episode_measures(config: str, episode: dict[str, Any], pool_size: int) -> di
 
 def audit(n_episodes: int, seed: int, shortcut_free: bool) -> dict[str, dict[str, dict[int, float]]]:
     from audioeval.benchmarks.audioicl import remap
-    from audioeval.models.shortcut import ShortcutModel
+    from audioeval.models.baselines.shortcut import ShortcutModel
     from audioeval.prepared import prepare_tasks
     from audioeval.reference_models import episode_rows
     from audioeval.registry import TaskRegistry

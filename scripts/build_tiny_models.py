@@ -3,7 +3,7 @@
     python scripts/build_tiny_models.py OUT_DIR [--families qwen2_audio,qwen2_5_omni,audio_flamingo3] [--seed 0]
 
 Each family goes to OUT_DIR/<family>/ and loads with `--model hf --model_args pretrained=OUT_DIR/<family>`.
-See audioeval/models/tiny.py and docs/models.md.
+See audioeval/testing/tiny.py and docs/models.md.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import argparse
 import sys
 
 from audioeval.errors import AudioEvalError
-from audioeval.models.tiny import TINY_BUILDERS, build_tiny_models
+from audioeval.testing.tiny import TINY_BUILDERS, build_tiny_models
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -38,8 +38,12 @@ class CacheEntry:
 class ResponseStore(Protocol):
     """What the serving path needs from a cache: look up by content key, store as responses arrive."""
 
-    path: Path | None
-    damage: str | None  # set when the store was found damaged mid-run and dropped
+    @property
+    def path(self) -> Path | None: ...
+
+    @property
+    def damage(self) -> str | None:
+        """Set when the store was found damaged mid-run and dropped."""
 
     def get_many(self, keys: list[str]) -> dict[str, CachedResponse]: ...
 
@@ -182,8 +186,8 @@ class ResponseCache:
 class NoCache:
     """Stand-in when --no_cache is given."""
 
-    path = None
-    damage = None
+    path: Path | None = None
+    damage: str | None = None
 
     def get_many(self, keys: list[str]) -> dict[str, CachedResponse]:
         return {}

@@ -125,9 +125,12 @@ def card_text(build: Build) -> str:
 
     benchmark, about, stats, generation = build.benchmark, build.about, build.stats, build.generation
 
-    used = [about.corpus_for_arg(arg) for arg in generation["sources"]] if about else []
-    used = [c for c in dict.fromkeys(used) if c is not None]
+    named = [about.corpus_for_arg(arg) for arg in generation["sources"]] if about else []
+    used = [c for c in dict.fromkeys(named) if c is not None]
     licenses = list(dict.fromkeys([about.generated_license] + [c.license for c in used])) if about else []
+    card_fields: dict[str, Any] = {
+        CARD_KEY: {"benchmark": benchmark, **generation, "versions": build.versions}
+    }
     data = DatasetCardData(
         pretty_name=about.pretty_name if about else benchmark,
         license=licenses or None,
@@ -139,7 +142,7 @@ def card_text(build: Build) -> str:
             {"config_name": name, "data_files": [{"split": s.split, "path": f"{name}/{s.split}-*.parquet"}]}
             for name, s in stats.items()
         ],
-        **{CARD_KEY: {"benchmark": benchmark, **generation, "versions": build.versions}},
+        **card_fields,
     )
     infos = {
         name: datasets.DatasetInfo(

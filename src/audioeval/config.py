@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -12,37 +13,6 @@ from typing import Any
 import yaml
 
 from audioeval.errors import ConfigError, close_matches
-
-TASK_KEYS = {
-    "task": "name of the task (required)",
-    "include": "a YAML file (relative to this one) whose keys this file extends",
-    "group": "group name or list of group names the task belongs to",
-    "version": "version of the task definition; bump it when prompts, data or scoring change",
-    "description": "one line shown by --tasks list",
-    "builder": "dataset builder: a folder name in datasets_builders/ or a path to a .py file",
-    "builder_config": "the builder's config name",
-    "builder_kwargs": "keyword arguments for the builder config",
-    "split": "dataset split (default: test)",
-    "num_fewshot": "default list of shot counts k",
-    "min_shots": "smallest allowed k (default 0)",
-    "templates": "prompt templates: system/demo/demo_answer/query, or one whole-prompt template `prompt`",
-    "target": "Jinja expression string for the reference answer, e.g. '{{ query.label }}'",
-    "label_space": "list of labels, or a Jinja expression giving the list per episode (used by `chance`)",
-    "parser": "the response parser (registered name, module:function or ./file.py:function), or {name: ..., args: {...}}",
-    "metrics": "list of evaluate metric modules from metrics/: names or {name: ..., args: {...}}",
-    "aggregation": "per-sample score (or glob such as score@*) -> aggregation: mean, {ratio: [numerator, "
-    "denominator]} or {stratified_mean: [stratum, weight]}",
-    "higher_is_better": "per-metric direction, e.g. {wer: false}",
-    "generation_kwargs": "generation settings passed to the model (merged with --gen_kwargs)",
-    "parameters": "task parameters settable with --task_args",
-    "judge": "LLM judge settings: {templates: {...}, roles: ...}",
-    "report": "registered name, module:function or ./file.py:function writing benchmark-specific tables and plots",
-    "metadata": "free-form information kept in results.json",
-    "facets": "episode metadata fields (dotted for nested, e.g. variation.gender) whose values every metric is "
-    "also aggregated by, with CIs (results.json `facets`)",
-    "reference_models": "offline models (e.g. shortcut) also scored on the run's own episodes, whatever --model is "
-    "(results.json `reference_models`)",
-}
 
 GROUP_KEYS = {
     "group": "name of the group (required)",
@@ -59,6 +29,7 @@ GROUP_KEYS = {
 }
 
 TEMPLATE_KEYS = {"system", "demo", "demo_answer", "query", "prompt"}
+JUDGE_ROLE_KEYS = {"template", "verdict", "swap", "when", "max_tokens"}
 PARAMETER_KEYS = {"default", "type", "choices", "help", "builder_kwarg", "min_shots"}
 PARAMETER_TYPES = {"str": str, "int": int, "float": float, "bool": bool}
 
@@ -283,71 +254,128 @@ def _named_spec(value: Any, where: str, what: str) -> dict[str, Any]:
     raise ConfigError(f"{where}: {what} must be a name or a mapping with `name` and optional `args`.")
 
 
-def load_task_config(path: Path) -> TaskConfig:
-    path = path.resolve()
-    data, text, origins = _load_with_includes(path)
-    _check_keys(data, TASK_KEYS, path, text, "task")
-    where = lambda key: _where(path, text, key)  # noqa: E731
+# ---- The task schema: one table of keys. TaskConfig's fields, load_task_config's validation and the key table
+# in docs/architecture.md all come from TASK_SCHEMA (tests/core/test_task_schema.py fails when the doc drifts).
 
-    name = data.get("task")
-    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.\-]+", name):
-        raise ConfigError(f"{where('task')}: `task` must be a name made of letters, digits, '_', '-' or '.'.")
-    builder = data.get("builder")
-    if not isinstance(builder, str):
-        raise ConfigError(f"{where('builder')}: `builder` is required (a datasets_builders/ folder name).")
 
-    templates_raw = data.get("templates")
-    if not isinstance(templates_raw, dict) or not templates_raw:
-        raise ConfigError(f"{where('templates')}: `templates` must map template roles to files.")
-    unknown = set(templates_raw) - TEMPLATE_KEYS
+@dataclass(frozen=True)
+class KeySite:
+    """Where a key's value is read: its `file:line` for messages and the folder its relative paths resolve
+    against (that of the file declaring the key, which differs from the task file's through `include:`)."""
+
+    where: str
+    folder: Path
+    path: Path  # the task file and its text, to point at a line inside the key's value
+    text: str
+
+    def fail(self, message: str) -> ConfigError:
+        return ConfigError(f"{self.where}: {message}")
+
+    def fail_at(self, inner_key: str, message: str) -> ConfigError:
+        """An error pointing at the line of `inner_key` (a parameter name, say) when this file has one."""
+        return ConfigError(f"{_where(self.path, self.text, inner_key)}: {message}")
+
+
+@dataclass(frozen=True)
+class TaskKey:
+    name: str
+    type: str  # as shown in the docs
+    default: Any  # the value read when the key is absent; REQUIRED when it must be given
+    help: str
+    read: Callable[[Any, KeySite], Any]  # checks the YAML value and returns it as TaskConfig holds it
+    attr: str | None  # the TaskConfig field it fills (None: consumed while loading, like `include`)
+
+
+class _Required:
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+REQUIRED: Any = _Required()
+
+
+def _read_name(value: Any, site: KeySite) -> str:
+    if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z0-9_.\-]+", value):
+        raise site.fail("`task` must be a name made of letters, digits, '_', '-' or '.'.")
+    return value
+
+
+def _read_builder(value: Any, site: KeySite) -> str:
+    if not isinstance(value, str):
+        raise site.fail("`builder` is required (a datasets_builders/ folder name).")
+    return value
+
+
+def _read_mapping(key: str) -> Callable[[Any, KeySite], dict[str, Any]]:
+    def read(value: Any, site: KeySite) -> dict[str, Any]:
+        if value is not None and not isinstance(value, dict):
+            raise site.fail(f"`{key}` must be a mapping.")
+        return dict(value or {})
+
+    return read
+
+
+def _read_templates(value: Any, site: KeySite) -> dict[str, Path]:
+    if not isinstance(value, dict) or not value:
+        raise site.fail("`templates` must map template roles to files.")
+    unknown = set(value) - TEMPLATE_KEYS
     if unknown:
-        raise ConfigError(
-            f"{where('templates')}: unknown template role(s) {sorted(unknown)}; use {sorted(TEMPLATE_KEYS)}."
-        )
-    if "prompt" in templates_raw and len([k for k, v in templates_raw.items() if v]) > 1:
-        raise ConfigError(
-            f"{where('templates')}: give either one `prompt` template or system/demo/query templates."
-        )
-    if "prompt" not in templates_raw and "query" not in templates_raw:
-        raise ConfigError(
-            f"{where('templates')}: a `query` template (or a whole `prompt` template) is required."
-        )
+        raise site.fail(f"unknown template role(s) {sorted(unknown)}; use {sorted(TEMPLATE_KEYS)}.")
+    if "prompt" in value and len([k for k, v in value.items() if v]) > 1:
+        raise site.fail("give either one `prompt` template or system/demo/query templates.")
+    if "prompt" not in value and "query" not in value:
+        raise site.fail("a `query` template (or a whole `prompt` template) is required.")
     templates: dict[str, Path] = {}
-    for role, rel in templates_raw.items():
+    for role, rel in value.items():
         if rel is None:
             continue
-        tpath = (origins["templates"] / str(rel)).resolve()
+        tpath = (site.folder / str(rel)).resolve()
         if not tpath.is_file():
-            raise ConfigError(f"{where('templates')}: template {role!r} file {tpath} does not exist.")
+            raise site.fail(f"template {role!r} file {tpath} does not exist.")
         templates[role] = tpath
+    return templates
 
-    shots = _as_list(data.get("num_fewshot", [0]))
+
+def _read_shots(value: Any, site: KeySite) -> list[int]:
+    shots = _as_list(value)
     if not shots or not all(isinstance(k, int) and k >= 0 for k in shots):
-        raise ConfigError(f"{where('num_fewshot')}: `num_fewshot` must be a list of non-negative integers.")
-    min_shots = data.get("min_shots", 0)
-    if not isinstance(min_shots, int) or min_shots < 0:
-        raise ConfigError(f"{where('min_shots')}: `min_shots` must be a non-negative integer.")
+        raise site.fail("`num_fewshot` must be a list of non-negative integers.")
+    return [int(k) for k in shots]
 
-    target = data.get("target")
-    if not isinstance(target, str):
-        raise ConfigError(f"{where('target')}: `target` is required, e.g. target: '{{{{ query.label }}}}'.")
 
-    label_space = data.get("label_space")
-    if label_space is not None and not isinstance(label_space, str | list):
-        raise ConfigError(
-            f"{where('label_space')}: `label_space` must be a list or a Jinja expression string."
-        )
-    if isinstance(label_space, list):
-        label_space = [str(x) for x in label_space]
+def _read_min_shots(value: Any, site: KeySite) -> int:
+    if not isinstance(value, int) or value < 0:
+        raise site.fail("`min_shots` must be a non-negative integer.")
+    return value
 
-    parser = _named_spec(data.get("parser", "identity"), where("parser"), "parser")
-    metrics = [_named_spec(m, where("metrics"), "metric") for m in _as_list(data.get("metrics"))]
+
+def _read_target(value: Any, site: KeySite) -> str:
+    if not isinstance(value, str):
+        raise site.fail("`target` is required, e.g. target: '{{ query.label }}'.")
+    return value
+
+
+def _read_label_space(value: Any, site: KeySite) -> list[str] | str | None:
+    if value is not None and not isinstance(value, str | list):
+        raise site.fail("`label_space` must be a list or a Jinja expression string.")
+    return [str(x) for x in value] if isinstance(value, list) else value
+
+
+def _read_parser(value: Any, site: KeySite) -> dict[str, Any]:
+    return _named_spec(value, site.where, "parser")
+
+
+def _read_metrics(value: Any, site: KeySite) -> list[dict[str, Any]]:
+    metrics = [_named_spec(m, site.where, "metric") for m in _as_list(value)]
     if not metrics:
-        raise ConfigError(f"{where('metrics')}: at least one metric is required.")
+        raise site.fail("at least one metric is required.")
+    return metrics
 
-    aggregation = data.get("aggregation") or {}
+
+def _read_aggregation(value: Any, site: KeySite) -> dict[str, Any]:
+    aggregation = value or {}
     if not isinstance(aggregation, dict):
-        raise ConfigError(f"{where('aggregation')}: `aggregation` must map score names to an aggregation.")
+        raise site.fail("`aggregation` must map score names to an aggregation.")
     for key, agg in aggregation.items():
         ok = agg == "mean" or (
             isinstance(agg, dict)
@@ -357,104 +385,299 @@ def load_task_config(path: Path) -> TaskConfig:
             and len(next(iter(agg.values()))) == 2
         )
         if not ok:
-            raise ConfigError(
-                f"{where('aggregation')}: aggregation of {key!r} must be `mean`, `{{ratio: [numerator, denominator]}}` "
+            raise site.fail(
+                f"aggregation of {key!r} must be `mean`, `{{ratio: [numerator, denominator]}}` "
                 "or `{stratified_mean: [stratum, weight]}`."
             )
+    return aggregation
 
+
+def _read_directions(value: Any, site: KeySite) -> dict[str, bool]:
+    return {str(k): bool(v) for k, v in _read_mapping("higher_is_better")(value, site).items()}
+
+
+def _read_parameters(value: Any, site: KeySite) -> dict[str, TaskParameter]:
     parameters: dict[str, TaskParameter] = {}
-    for pname, spec in (data.get("parameters") or {}).items():
-        if not isinstance(spec, dict) or "default" not in spec:
-            raise ConfigError(f"{where(str(pname))}: parameter {pname!r} needs at least a `default`.")
-        bad = set(spec) - PARAMETER_KEYS
-        if bad:
-            raise ConfigError(f"{where(str(pname))}: parameter {pname!r} has unknown key(s) {sorted(bad)}.")
-        ptype = spec.get("type", "str")
-        if ptype not in PARAMETER_TYPES:
-            raise ConfigError(
-                f"{where(str(pname))}: parameter type must be one of {sorted(PARAMETER_TYPES)}."
-            )
-        floors = spec.get("min_shots") or {}
-        if not isinstance(floors, dict) or not all(
-            isinstance(k, int) and not isinstance(k, bool) and k >= 0 for k in floors.values()
-        ):
-            raise ConfigError(
-                f"{where(str(pname))}: `min_shots` of parameter {pname!r} must map values to the smallest k "
-                "allowed with them, e.g. {null: 1}."
-            )
-        unknown = [v for v in floors if spec.get("choices") is not None and v not in spec["choices"]]
-        if unknown:
-            raise ConfigError(
-                f"{where(str(pname))}: `min_shots` of parameter {pname!r} names {unknown!r}, which is not "
-                "among its choices."
-            )
-        parameters[str(pname)] = TaskParameter(
-            name=str(pname),
-            default=spec["default"],
-            type=ptype,
-            choices=spec.get("choices"),
-            help=spec.get("help", ""),
-            builder_kwarg=spec.get("builder_kwarg"),
-            min_shots=dict(floors),
-        )
-
-    for pname, spec in CORE_PARAMETERS.items():
+    for pname, spec in _read_mapping("parameters")(value, site).items():
+        parameters[str(pname)] = _read_parameter(str(pname), spec, site)
+    for pname, core in CORE_PARAMETERS.items():
         if pname in parameters:
-            raise ConfigError(
-                f"{where(pname)}: parameter name {pname!r} is reserved: every task has it ({spec.help})."
+            raise site.fail_at(
+                pname, f"parameter name {pname!r} is reserved: every task has it ({core.help})."
             )
-        parameters[pname] = spec
+        parameters[pname] = core
+    return parameters
 
-    for key in ("builder_kwargs", "generation_kwargs", "higher_is_better", "metadata"):
-        if data.get(key) is not None and not isinstance(data[key], dict):
-            raise ConfigError(f"{where(key)}: `{key}` must be a mapping.")
-    judge = data.get("judge")
-    if judge is not None and not isinstance(judge, dict):
-        raise ConfigError(f"{where('judge')}: `judge` must be a mapping.")
-    facets = data.get("facets") or []
-    if not isinstance(facets, list) or not all(isinstance(f, str) and f.strip() for f in facets):
-        raise ConfigError(
-            f"{where('facets')}: `facets` must be a list of episode metadata field names, e.g. [domain]."
-        )
-    references = data.get("reference_models") or []
-    if not isinstance(references, list) or not all(isinstance(m, str) and m.strip() for m in references):
-        raise ConfigError(f"{where('reference_models')}: `reference_models` must be a list of model names.")
-    report = data.get("report")
-    if report is not None and (not isinstance(report, str) or not report.strip()):
-        raise ConfigError(
-            f"{where('report')}: `report` must be a registered report name, 'module:function' or "
-            "'./file.py:function'."
-        )
 
-    return TaskConfig(
-        name=name,
-        path=path,
-        raw=data,
-        groups=[str(g) for g in _as_list(data.get("group"))],
-        version=data.get("version", 0),
-        description=str(data.get("description", "")),
-        builder=builder,
-        builder_config=data.get("builder_config"),
-        builder_kwargs=dict(data.get("builder_kwargs") or {}),
-        split=str(data.get("split", "test")),
-        num_fewshot=[int(k) for k in shots],
-        min_shots=min_shots,
-        templates=templates,
-        target=target,
-        label_space=label_space,
-        parser=parser,
-        metrics=metrics,
-        aggregation=aggregation,
-        higher_is_better={str(k): bool(v) for k, v in (data.get("higher_is_better") or {}).items()},
-        generation_kwargs=dict(data.get("generation_kwargs") or {}),
-        parameters=parameters,
-        judge=judge,
-        report=report,
-        metadata=dict(data.get("metadata") or {}),
-        facets=tuple(facets),
-        reference_models=tuple(references),
-        origins=origins,
+def _read_parameter(pname: str, spec: Any, site: KeySite) -> TaskParameter:
+    if not isinstance(spec, dict) or "default" not in spec:
+        raise site.fail_at(pname, f"parameter {pname!r} needs at least a `default`.")
+    bad = set(spec) - PARAMETER_KEYS
+    if bad:
+        raise site.fail_at(pname, f"parameter {pname!r} has unknown key(s) {sorted(bad)}.")
+    ptype = spec.get("type", "str")
+    if ptype not in PARAMETER_TYPES:
+        raise site.fail_at(pname, f"parameter type must be one of {sorted(PARAMETER_TYPES)}.")
+    floors = spec.get("min_shots") or {}
+    if not isinstance(floors, dict) or not all(
+        isinstance(k, int) and not isinstance(k, bool) and k >= 0 for k in floors.values()
+    ):
+        raise site.fail_at(
+            pname,
+            f"`min_shots` of parameter {pname!r} must map values to the smallest k allowed with them, "
+            "e.g. {null: 1}.",
+        )
+    unknown = [v for v in floors if spec.get("choices") is not None and v not in spec["choices"]]
+    if unknown:
+        raise site.fail_at(
+            pname, f"`min_shots` of parameter {pname!r} names {unknown!r}, which is not among its choices."
+        )
+    return TaskParameter(
+        name=pname,
+        default=spec["default"],
+        type=ptype,
+        choices=spec.get("choices"),
+        help=spec.get("help", ""),
+        builder_kwarg=spec.get("builder_kwarg"),
+        min_shots=dict(floors),
     )
+
+
+def _read_facets(value: Any, site: KeySite) -> tuple[str, ...]:
+    facets = value or []
+    if not isinstance(facets, list) or not all(isinstance(f, str) and f.strip() for f in facets):
+        raise site.fail("`facets` must be a list of episode metadata field names, e.g. [domain].")
+    if len(set(facets)) != len(facets):
+        raise site.fail("`facets` names a field twice.")
+    return tuple(facets)
+
+
+def _read_reference_models(value: Any, site: KeySite) -> tuple[str, ...]:
+    references = value or []
+    if not isinstance(references, list) or not all(isinstance(m, str) and m.strip() for m in references):
+        raise site.fail("`reference_models` must be a list of model names.")
+    return tuple(references)
+
+
+def _read_judge(value: Any, site: KeySite) -> dict[str, Any] | None:
+    """The judge panel's roles, checked here so that a broken role shows when the task is loaded, with or
+    without --judge. The role templates are compiled and verdict readers looked up by judges.roles."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise site.fail("`judge` must be a mapping.")
+    extra = set(value) - {"roles"}
+    if extra:
+        raise site.fail(f"unknown judge key(s) {sorted(extra)}; `judge` holds `roles:`.")
+    roles = value.get("roles")
+    if not isinstance(roles, dict) or not roles:
+        raise site.fail("`judge` needs `roles:` mapping role names to {template, verdict}.")
+    for name, role in roles.items():
+        if not isinstance(role, dict) or "template" not in role or "verdict" not in role:
+            raise site.fail(f"judge role {name!r} needs `template` and `verdict`.")
+        bad = set(role) - JUDGE_ROLE_KEYS
+        if bad:
+            raise site.fail(
+                f"judge role {name!r} has unknown key(s) {sorted(bad)}; allowed: {sorted(JUDGE_ROLE_KEYS)}."
+            )
+        if not isinstance(role["verdict"], str):
+            raise site.fail(f"judge role {name!r}: `verdict` must be the name of a verdict reader.")
+        template = (site.folder / str(role["template"])).resolve()
+        if not template.is_file():
+            raise site.fail(f"judge role {name!r}: template {template} does not exist.")
+        if "swap" in role and not isinstance(role["swap"], bool):
+            raise site.fail(f"judge role {name!r}: `swap` must be true or false.")
+        if "max_tokens" in role and not (isinstance(role["max_tokens"], int) and role["max_tokens"] > 0):
+            raise site.fail(f"judge role {name!r}: `max_tokens` must be a positive integer.")
+        if "when" in role and not isinstance(role["when"], str):
+            raise site.fail(f"judge role {name!r}: `when` must be a Jinja expression string.")
+    return value
+
+
+def _read_report(value: Any, site: KeySite) -> str | None:
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise site.fail(
+            "`report` must be a registered report name, 'module:function' or './file.py:function'."
+        )
+    return value
+
+
+def _keep(value: Any, site: KeySite) -> Any:
+    return value
+
+
+def _text(value: Any, site: KeySite) -> str:
+    return str(value)
+
+
+def _groups(value: Any, site: KeySite) -> list[str]:
+    return [str(g) for g in _as_list(value)]
+
+
+def _key(
+    name: str,
+    type_: str,
+    default: Any,
+    help_: str,
+    read: Callable[[Any, KeySite], Any] = _keep,
+    attr: str | None = "",
+) -> TaskKey:
+    return TaskKey(name, type_, default, help_, read, name if attr == "" else attr)
+
+
+TASK_SCHEMA: tuple[TaskKey, ...] = (
+    _key("task", "str", REQUIRED, "name of the task", _read_name, attr="name"),
+    _key(
+        "include", "str", None, "a YAML file (relative to this one) whose keys this file extends", attr=None
+    ),
+    _key(
+        "group",
+        "str or list",
+        None,
+        "group name or list of group names the task belongs to",
+        _groups,
+        "groups",
+    ),
+    _key("version", "any", 0, "version of the task definition; bump it when prompts, data or scoring change"),
+    _key("description", "str", "", "one line shown by --tasks list", _text),
+    _key(
+        "builder",
+        "str",
+        REQUIRED,
+        "dataset builder: a folder name in datasets_builders/ or a path to a .py file",
+        _read_builder,
+    ),
+    _key("builder_config", "str", None, "the builder's config name"),
+    _key(
+        "builder_kwargs",
+        "mapping",
+        {},
+        "keyword arguments for the builder config",
+        _read_mapping("builder_kwargs"),
+    ),
+    _key("split", "str", "test", "dataset split", _text),
+    _key("num_fewshot", "int or list", [0], "default list of shot counts k", _read_shots),
+    _key("min_shots", "int", 0, "smallest allowed k", _read_min_shots),
+    _key(
+        "templates",
+        "mapping",
+        REQUIRED,
+        "prompt templates: system/demo/demo_answer/query, or one whole-prompt template `prompt`",
+        _read_templates,
+    ),
+    _key(
+        "target",
+        "str",
+        REQUIRED,
+        "Jinja expression string for the reference answer, e.g. '{{ query.label }}'",
+        _read_target,
+    ),
+    _key(
+        "label_space",
+        "list or str",
+        None,
+        "list of labels, or a Jinja expression giving the list per episode (used by `chance`)",
+        _read_label_space,
+    ),
+    _key(
+        "parser",
+        "name or mapping",
+        "identity",
+        "the response parser (registered name, module:function or ./file.py:function), or {name: ..., args: {...}}",
+        _read_parser,
+    ),
+    _key(
+        "metrics",
+        "list",
+        REQUIRED,
+        "list of evaluate metric modules from metrics/: names or {name: ..., args: {...}}",
+        _read_metrics,
+    ),
+    _key(
+        "aggregation",
+        "mapping",
+        {},
+        "per-sample score (or glob such as score@*) -> aggregation: mean, {ratio: [numerator, denominator]} or {stratified_mean: [stratum, weight]}",
+        _read_aggregation,
+    ),
+    _key("higher_is_better", "mapping", {}, "per-metric direction, e.g. {wer: false}", _read_directions),
+    _key(
+        "generation_kwargs",
+        "mapping",
+        {},
+        "generation settings passed to the model (merged with --gen_kwargs)",
+        _read_mapping("generation_kwargs"),
+    ),
+    _key(
+        "parameters",
+        "mapping",
+        {},
+        "task parameters settable with --task_args: {name: {default, type, choices, help, builder_kwarg, min_shots}}",
+        _read_parameters,
+    ),
+    _key(
+        "facets",
+        "list of str",
+        [],
+        "episode metadata fields (dotted for nested, e.g. variation.gender) whose values every metric is also "
+        "aggregated by, with CIs (results.json `facets`)",
+        _read_facets,
+    ),
+    _key(
+        "reference_models",
+        "list of str",
+        [],
+        "offline models (e.g. shortcut) also scored on the run's own episodes, whatever --model is "
+        "(results.json `reference_models`)",
+        _read_reference_models,
+    ),
+    _key(
+        "judge",
+        "mapping",
+        None,
+        "LLM judge panel: {roles: {name: {template, verdict, swap, when, max_tokens}}}, checked when the task loads",
+        _read_judge,
+    ),
+    _key(
+        "report",
+        "str",
+        None,
+        "registered name, module:function or ./file.py:function writing benchmark-specific tables and plots",
+        _read_report,
+    ),
+    _key("metadata", "mapping", {}, "free-form information kept in results.json", _read_mapping("metadata")),
+)
+TASK_KEYS = {key.name: key.help for key in TASK_SCHEMA}
+
+
+def load_task_config(path: Path) -> TaskConfig:
+    path = path.resolve()
+    data, text, origins = _load_with_includes(path)
+    _check_keys(data, TASK_KEYS, path, text, "task")
+    values = {}
+    for key in TASK_SCHEMA:
+        value = data[key.name] if key.name in data else key.default
+        site = KeySite(_where(path, text, key.name), origins.get(key.name, path.parent), path, text)
+        read = key.read(None if value is REQUIRED else value, site)
+        if key.attr:
+            values[key.attr] = read
+    return TaskConfig(path=path, raw=data, origins=origins, **values)
+
+
+def schema_markdown() -> str:
+    """The key table of docs/architecture.md, as TASK_SCHEMA defines it."""
+    rows = ["| key | type | default | meaning |", "|---|---|---|---|"]
+    for key in TASK_SCHEMA:
+        default = (
+            "required"
+            if key.default is REQUIRED
+            else "—"
+            if key.default is None
+            else f"`{json.dumps(key.default)}`"
+        )
+        meaning = key.help.replace("|", "\\|")
+        rows.append(f"| `{key.name}` | {key.type} | {default} | {meaning} |")
+    return "\n".join(rows)
 
 
 def load_group_config(path: Path) -> GroupConfig:

@@ -235,7 +235,8 @@ class TaskPipeline:
             return
         if self._error is None:
             self._error = task.exception()
-            self._main.cancel()
+            if self._main is not None:
+                self._main.cancel()
 
     # ------------------------------------------------------------------------------------------------------
     def _dispatch(self, pairs: list[tuple[Request, str]]) -> None:
@@ -305,10 +306,10 @@ class TaskPipeline:
             judgments = [batch[i].judgments or {} for i in ok]
             judge_ids = [j.judge_id for j in self.judge.judges]
         scored = self.task.scorer.score(to_score, judgments=judgments, judge_ids=judge_ids)
-        scored = dict(zip(ok, scored, strict=True))
+        scored_by_index = dict(zip(ok, scored, strict=True))
         records = []
         for i, done in enumerate(batch):
-            result = scored.get(i, {"prediction": None, "parse_failure": False, "scores": {}})
+            result = scored_by_index.get(i, {"prediction": None, "parse_failure": False, "scores": {}})
             error = not done.response.ok
             self.timing.samples += 1
             self.timing.errors += int(error)

@@ -21,7 +21,7 @@ from audioeval.registry import TaskRegistry
 from audioeval.requirements import module_source
 from audioeval.scoring import TaskScorer
 from audioeval.templates import PromptRenderer
-from audioeval.types import Request, RequestId
+from audioeval.types import Request, RequestId, ShownEpisode
 
 log = logging.getLogger("audioeval")
 
@@ -87,6 +87,7 @@ class PreparedTask:
                 gen_kwargs=self.gen_kwargs,
                 rid=RequestId(self.config.name, k, int(episode["index"])),
                 choices=self.renderer.label_space(episode, k),
+                shown=ShownEpisode.of(episode, k, self.config.builder_config),
                 info=info,
             )
             out.append((request, self.renderer.render_target(episode, k)))
@@ -224,4 +225,4 @@ def preflight(tasks: list[PreparedTask], model_cls: Any, model_args: dict[str, A
                 "where the task declares it."
             )
         for request, _target in task.requests_for(episode):
-            model_cls.check_request(request, str(task.config.path))
+            model_cls.check_request(request.for_backend(), str(task.config.path))

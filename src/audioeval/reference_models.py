@@ -35,7 +35,7 @@ def check_reference_models(tasks: list[PreparedTask]) -> None:
 def episode_rows(model: Model, task: PreparedTask, episode: dict[str, Any]) -> list[ScoreRow]:
     """The model's scored samples (one per shot count) on one episode of a prepared task."""
     pairs = task.requests_for(episode)
-    responses = model.generate([request for request, _ in pairs])
+    responses = model.generate([request.for_backend() for request, _ in pairs])  # what a backend may see
     ok = [i for i, r in enumerate(responses) if r.ok]
     samples = [
         SampleToScore(responses[i].text or "", pairs[i][1], pairs[i][0].info["sample_info"]) for i in ok

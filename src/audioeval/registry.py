@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from audioeval.config import (
     read_yaml,
 )
 from audioeval.errors import AudioEvalError, UsageError, unknown_name_message
+from audioeval.judges.roles import load_roles
 from audioeval.resources import tasks_dir
 
 log = logging.getLogger("audioeval")
@@ -34,7 +36,7 @@ class TaskRegistry:
     broken: dict[str, str] = field(default_factory=dict)  # file (or group) -> why it is unusable
 
     @classmethod
-    def discover(cls, include_paths: list[str | Path] | None = None) -> TaskRegistry:
+    def discover(cls, include_paths: Sequence[str | Path] | None = None) -> TaskRegistry:
         registry = cls()
         roots = [tasks_dir()] + [Path(p) for p in include_paths or []]
         for root in roots:
@@ -51,14 +53,18 @@ class TaskRegistry:
                 registry._add(entry)
         registry._add_implicit_groups()
         registry._check_groups()
-        for err in registry.broken.values():
-            log.warning("skipped, its tasks are unavailable: %s", err)
+        for problem in registry.broken.values():
+            log.warning("skipped, its tasks are unavailable: %s", problem)
         return registry
 
     @staticmethod
     def _load_file(path: Path) -> TaskConfig | GroupConfig:
         data, _ = read_yaml(path)
-        return load_group_config(path) if is_group_file(data) else load_task_config(path)
+        if is_group_file(data):
+            return load_group_config(path)
+        config = load_task_config(path)
+        load_roles(config)  # a judge role that cannot run makes the task unusable, with or without --judge
+        return config
 
     def _add(self, entry: TaskConfig | GroupConfig) -> None:
         """A name defined twice is an error: which definition runs must never depend on discovery order."""

@@ -7,6 +7,7 @@ import logging
 import os
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -211,7 +212,7 @@ def _evaluate_and_write(
         for task in tasks:
             # every rank reports its own failure; rank 0 says which rank failed
             gathered = collectively(
-                topology, lambda task=task: evaluator.run_task(task), f"while evaluating task {task.name}"
+                topology, partial(evaluator.run_task, task), f"while evaluating task {task.name}"
             )
             if topology.is_main:
                 outcomes[task.name] = gathered
@@ -338,9 +339,12 @@ def _evaluate_and_write(
         report_tasks = clean_tasks(tasks)  # benchmark reports lay out the clean run
         report_hooks = _report_hooks(registry, report_tasks, group_names)
         if report_hooks:
-            rows = {t.name: all_rows[t.name] for t in report_tasks}
             ctx = ReportContext(
-                results=output, run_dir=run_dir, rows=rows, registry=registry, tasks=report_tasks
+                results=output,
+                run_dir=run_dir,
+                rows={t.name: all_rows[t.name] for t in report_tasks},
+                registry=registry,
+                tasks=report_tasks,
             )
             output["reports"] = output.get("reports", []) + run_reports(report_hooks, ctx)
             write_json(run_dir / "results.json", output)

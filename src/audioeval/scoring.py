@@ -16,6 +16,7 @@ import fnmatch
 import inspect
 import math
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -83,7 +84,7 @@ class SampleToScore:
 class TaskScorer:
     def __init__(self, task: TaskConfig) -> None:
         self.task = task
-        self.parse = get_parser(
+        self.parse: Callable[..., str | None] = get_parser(
             task.parser["name"], task.parser["args"], source=str(task.path), base_dir=task.dir_of("parser")
         )
         # A parser may declare `sample_info` to read per-sample facts (e.g. which format to undo).

@@ -13,6 +13,7 @@ import asyncio
 import time
 from collections.abc import Coroutine
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any
 
 from audioeval.cache import CacheEntry, EntryKind, ResponseStore
@@ -52,7 +53,7 @@ class Server:
             future: asyncio.Future[Response] = loop.create_future()
             twin = self._twins.get(key)
             if twin is not None:
-                twin.add_done_callback(lambda done, mine=future: _follow(done, mine))
+                twin.add_done_callback(partial(_follow, mine=future))
             elif key in hits:
                 self.cache_hits += 1
                 future.set_result(Response(text=hits[key].text, cached=True, info=hits[key].info))
@@ -76,7 +77,7 @@ class Server:
     async def _stream_one(self, key: str, request: Request, future: asyncio.Future[Response]) -> None:
         self.stats.requests += 1
         try:
-            response = await self.model.generate_one(request)  # type: ignore[attr-defined]
+            response = await self.model.generate_one(request.for_backend())  # type: ignore[attr-defined]
         except BaseException as err:
             self._fail([(key, future)], err)
             if not isinstance(err, Exception):
@@ -115,7 +116,7 @@ class Server:
         self.stats.enter(n)
         started = time.perf_counter()
         try:
-            produced = self.model.generate(requests)
+            produced = self.model.generate([r.for_backend() for r in requests])
         finally:
             self.stats.leave(n)
         elapsed = time.perf_counter() - started

@@ -201,8 +201,9 @@ def summarize_group(members: list[MetricSummary]) -> MetricSummary:
     value = float(values.mean())
     stderr = float(np.sqrt(np.sum(np.array([m.stderr for m in members]) ** 2)) / len(members))
     dists = [m.distribution for m in members]
-    if all(d is not None for d in dists):
-        dist = np.mean(np.stack(dists), axis=0)
+    present = [d for d in dists if d is not None]
+    if len(present) == len(dists):
+        dist = np.mean(np.stack(present), axis=0)
         ci = percentile_ci(dist)
     else:
         dist, ci = None, list(NOT_MEASURED)

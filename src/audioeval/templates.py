@@ -15,7 +15,7 @@ import re
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import jinja2
 import numpy as np
@@ -23,7 +23,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from audioeval.config import TaskConfig, read_text_file
 from audioeval.errors import ConfigError
-from audioeval.types import AudioClip, AudioPart, Message, TextPart
+from audioeval.types import AudioClip, AudioPart, Message, Role, TextPart
 
 # Markers that audio() and turn() leave in rendered text, each wrapped in its own control character so
 # that neither can be mistaken for the other whatever text follows.
@@ -104,7 +104,7 @@ def turn_marker(role: str) -> str:
     return f"\x02{role}\x02"
 
 
-def split_turns(text: str, source: str) -> list[tuple[str, str]]:
+def split_turns(text: str, source: str) -> list[tuple[Role, str]]:
     """(role, body) per turn() marker of a whole-prompt template's output."""
     pieces = _TURN_MARK.split(text)
     if pieces[0].strip():
@@ -115,7 +115,7 @@ def split_turns(text: str, source: str) -> list[tuple[str, str]]:
     turns = list(zip(pieces[1::2], pieces[2::2], strict=True))
     if not turns:
         raise ConfigError(f"{source}: the prompt template produced no turn() markers.")
-    return turns
+    return [(cast(Role, role), body) for role, body in turns]  # turn_marker writes only these roles
 
 
 def compile_file(env: ImmutableSandboxedEnvironment, path: Path) -> jinja2.Template:
@@ -272,6 +272,7 @@ class PromptRenderer:
             return tuple(self.task.label_space)
         context, _ = self._context(episode, k)
         try:
+            assert self.label_space_expr is not None  # set whenever label_space is an expression
             value = self.label_space_expr(**context)
         except Exception as err:  # noqa: BLE001
             raise ConfigError(f"{self.task.path}: error evaluating `label_space`: {err}") from err
@@ -315,7 +316,7 @@ class PromptRenderer:
         )
         return messages
 
-    def _message(self, role: str, text: str, placement: _Placement, template_role: str) -> Message:
+    def _message(self, role: Role, text: str, placement: _Placement, template_role: str) -> Message:
         if _TURN_MARK.search(text):
             raise ConfigError(
                 f"{self.task.templates[template_role]}: turn() is only allowed in a whole-prompt template (`prompt`)."

@@ -87,6 +87,73 @@ def describe_messages(messages: tuple[Message, ...] | list[Message]) -> list[dic
     return out
 
 
+@dataclass(frozen=True, eq=False)
+class ShownClip:
+    role: str
+    label: str | None  # the label the prompt shows next to the clip (None: none shown)
+    audio: AudioClip
+
+    @cached_property
+    def samples(self) -> np.ndarray:
+        """The samples as float64, for signal analysis."""
+        return np.asarray(self.audio.samples, dtype=np.float64)
+
+    @property
+    def sampling_rate(self) -> int:
+        return self.audio.sampling_rate
+
+    @property
+    def sha256(self) -> str:
+        return self.audio.sha256
+
+
+@dataclass(frozen=True, eq=False)
+class ShownShot:
+    clips: tuple[ShownClip, ...]
+    label: str | None  # a demo's answer, which the prompt shows; None for the query
+
+
+@dataclass(frozen=True, eq=False)
+class ShownEpisode:
+    """What one request's prompt shows of its episode, typed: the context clips (the Morse bank), the first k
+    demonstrations with their answers, and the query's clips. The query's answer is not here, nor the episode
+    metadata or the facts generators attach to each shot (counts, onsets, operands...): a backend cannot read
+    the answer from them. A query clip keeps a label only when the prompt can show it (AudioRemap's anchor
+    letters); a label equal to the query's answer is dropped."""
+
+    builder_config: str | None  # the task's builder config, e.g. "audio_count"
+    k: int
+    context: tuple[ShownClip, ...]
+    demos: tuple[ShownShot, ...]
+    query: ShownShot
+
+    @classmethod
+    def of(cls, episode: dict[str, Any], k: int, builder_config: str | None) -> ShownEpisode:
+        query = episode.get("query") or {}
+        answer = query.get("label")
+        answer = None if answer in (None, "") else str(answer)
+
+        def clip(raw: dict[str, Any], hide: str | None = None) -> ShownClip:
+            label = raw.get("label")
+            label = None if label in (None, "") or str(label) == hide else str(label)
+            return ShownClip(str(raw.get("role") or ""), label, raw["audio"])
+
+        demos = tuple(
+            ShownShot(
+                tuple(clip(c) for c in d.get("clips") or []),
+                None if d.get("label") in (None, "") else str(d["label"]),
+            )
+            for d in (episode.get("demos") or [])[:k]
+        )
+        return cls(
+            builder_config=builder_config,
+            k=k,
+            context=tuple(clip(c) for c in episode.get("context") or []),
+            demos=demos,
+            query=ShownShot(tuple(clip(c, hide=answer) for c in query.get("clips") or []), None),
+        )
+
+
 @dataclass(frozen=True)
 class RequestId:
     """Where a request comes from; not part of its content identity."""
@@ -102,7 +169,15 @@ class Request:
     gen_kwargs: dict[str, Any]
     rid: RequestId
     choices: tuple[str, ...] | None = None  # the task's label space, when it declares one
-    info: dict[str, Any] = field(default_factory=dict)  # free-form, not hashed (e.g. episode metadata)
+    shown: ShownEpisode | None = None  # what the prompt shows of the episode (for baselines), not hashed
+    # the harness's own record of the sample (its episode, with labels and metadata), not hashed; the server
+    # removes it before a backend sees the request (for_backend)
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def for_backend(self) -> Request:
+        """The request as a backend receives it: the prompt, the generation settings, the label space and the
+        label-free view of the episode, nothing the harness keeps for scoring."""
+        return Request(self.messages, self.gen_kwargs, self.rid, self.choices, self.shown)
 
     @property
     def clips(self) -> list[AudioClip]:

@@ -10,8 +10,8 @@ import pytest
 
 from audioeval.errors import ModelError
 from audioeval.models import create_model
-from audioeval.models.hf_checkpoint import fingerprint
-from audioeval.models.hf_frontend import AudioChatFrontend
+from audioeval.models.hf.checkpoint import fingerprint
+from audioeval.models.hf.frontend import AudioChatFrontend
 
 
 def _copy(tiny_models, family, tmp_path):
@@ -106,7 +106,7 @@ def test_missing_transformers_names_the_hf_extra(monkeypatch):
     from audioeval.models import get_model_class
 
     monkeypatch.setitem(sys.modules, "transformers", None)  # import transformers raises ImportError
-    monkeypatch.delitem(sys.modules, "audioeval.models.hf", raising=False)
+    monkeypatch.delitem(sys.modules, "audioeval.models.hf.model", raising=False)
     with pytest.raises(ModelError, match=r"pip install 'audioeval\[hf\]'"):
         get_model_class("hf")
 

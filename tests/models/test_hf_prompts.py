@@ -6,8 +6,8 @@ import pytest
 from model_test_helpers import tone, user_request
 
 from audioeval.errors import ModelError
-from audioeval.models.hf_families import QWEN_OMNI_SYSTEM_PROMPT
-from audioeval.models.hf_frontend import AudioChatFrontend
+from audioeval.models.hf.families import QWEN_OMNI_SYSTEM_PROMPT
+from audioeval.models.hf.frontend import AudioChatFrontend
 
 QWEN2_AUDIO_CLIP = "<|audio_bos|><|AUDIO|><|audio_eos|>"
 

@@ -7,7 +7,7 @@ import pytest
 
 from audioeval.errors import ModelError
 from audioeval.models.generation import read_settings
-from audioeval.models.hf_audio import AudioPreparer, resample
+from audioeval.models.hf.audio import AudioPreparer, resample
 from audioeval.types import AudioClip
 
 

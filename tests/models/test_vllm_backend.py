@@ -12,7 +12,7 @@ from model_test_helpers import tone, user_request
 
 from audioeval.errors import ModelError
 from audioeval.models import create_model
-from audioeval.models.hf_frontend import AudioChatFrontend
+from audioeval.models.hf.frontend import AudioChatFrontend
 
 TOY = Path(__file__).resolve().parents[1] / "fixtures" / "toy"
 

@@ -42,7 +42,9 @@ class _Engine:
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
         )
-        header = self.proc.stdout.read(4)
+        assert self.proc.stdin is not None and self.proc.stdout is not None  # both are pipes
+        self.stdin, self.stdout = self.proc.stdin, self.proc.stdout
+        header = self.stdout.read(4)
         if len(header) != 4 or struct.unpack("<i", header)[0] <= 0:
             raise DataError(
                 "eSpeak NG failed to initialise (python -m audioeval.audio.espeak_zygote shows why); "
@@ -57,10 +59,10 @@ class _Engine:
         with self.lock:
             if self.proc.poll() is not None:
                 raise DataError("the eSpeak NG helper process has stopped; restart the run.")
-            self.proc.stdin.write(request.encode())
-            self.proc.stdin.flush()
-            status, length = struct.unpack("<BQ", self.proc.stdout.read(9))
-            payload = self.proc.stdout.read(length)
+            self.stdin.write(request.encode())
+            self.stdin.flush()
+            status, length = struct.unpack("<BQ", self.stdout.read(9))
+            payload = self.stdout.read(length)
         if status != 0:
             message = payload.decode(errors="replace")
             if "no voice" in message:
@@ -72,7 +74,7 @@ class _Engine:
 
     def close(self) -> None:
         if self.proc.poll() is None:
-            self.proc.stdin.close()
+            self.stdin.close()
             try:
                 self.proc.wait(timeout=5)
             except subprocess.TimeoutExpired:

@@ -81,10 +81,12 @@ def _json_ready(value: Any) -> Any:
     return str(value)
 
 
-def _audiomentations(factory: Callable[[float | None, int], Any], pyroomacoustics: bool = False) -> Runner:
+def _audiomentations(factory: Callable[[float, int], Any], pyroomacoustics: bool = False) -> Runner:
     """Run an audiomentations transform (built by `factory(level, sampling_rate)`, p=1) on one clip."""
 
     def run(samples: np.ndarray, rate: int, level: float | None, rng: np.random.Generator):
+        if level is None:
+            raise DataError("this transform needs a level, e.g. --augment name=level.")
         transform = factory(level, rate)
         with isolated_global_rng(rng, pyroomacoustics=pyroomacoustics):
             out = transform(samples, rate)
@@ -210,7 +212,7 @@ def _generated_noise(source: Callable[[int, int, np.random.Generator], tuple[np.
     return run
 
 
-SNR_RANGE = {"unit": "dB", "low": -30.0, "high": 60.0, "harder": "lower", "snr": True}
+SNR_RANGE: dict[str, Any] = {"unit": "dB", "low": -30.0, "high": 60.0, "harder": "lower", "snr": True}
 
 TRANSFORMS: dict[str, Transform] = {
     t.name: t

@@ -28,73 +28,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from audioeval.api_client import EndpointDown
 from audioeval.cache import ResponseStore
 from audioeval.errors import ConfigError, UsageError
-from audioeval.judges.verdicts import VERDICTS, OutOfRange
+from audioeval.judges.roles import JudgeRole, load_roles
+from audioeval.judges.verdicts import OutOfRange
 from audioeval.models import create_model
 from audioeval.models.base import Model
 from audioeval.serving import Server
-from audioeval.templates import compile_file, make_environment, split_turns, template_view, turn_marker
+from audioeval.templates import split_turns, template_view, turn_marker
 from audioeval.types import Message, Request, RequestId, Response, TextPart
 
 log = logging.getLogger("audioeval")
-ROLE_KEYS = {"template", "verdict", "swap", "when", "max_tokens"}
-
-
-@dataclass
-class JudgeRole:
-    name: str
-    template: Any
-    template_path: Path
-    read_verdict: Callable[[str], Any]  # what `verdict:` names
-    swap: bool
-    when: Any
-    max_tokens: int
-
-
-def load_roles(task: Any) -> list[JudgeRole]:
-    spec = task.config.judge or {}
-    roles_raw = spec.get("roles")
-    where = str(task.config.path)
-    if not isinstance(roles_raw, dict) or not roles_raw:
-        raise ConfigError(f"{where}: `judge` needs `roles:` mapping role names to {{template, verdict}}.")
-    env = make_environment([task.config.dir_of("judge"), task.config.directory])
-    roles = []
-    for name, role in roles_raw.items():
-        if not isinstance(role, dict) or "template" not in role or "verdict" not in role:
-            raise ConfigError(f"{where}: judge role {name!r} needs `template` and `verdict`.")
-        bad = set(role) - ROLE_KEYS
-        if bad:
-            raise ConfigError(
-                f"{where}: judge role {name!r} has unknown key(s) {sorted(bad)}; allowed: {sorted(ROLE_KEYS)}."
-            )
-        reader = VERDICTS.resolve(
-            role["verdict"], task.config.dir_of("judge"), f"{where}: judge role {name!r}"
-        )
-        path = (task.config.dir_of("judge") / role["template"]).resolve()
-        if not path.is_file():
-            raise ConfigError(f"{where}: judge role {name!r}: template {path} does not exist.")
-        when = env.compile_expression(role["when"]) if role.get("when") else None
-        roles.append(
-            JudgeRole(
-                name,
-                compile_file(env, path),
-                path,
-                reader,
-                bool(role.get("swap", False)),
-                when,
-                int(role.get("max_tokens", 1024)),
-            )
-        )
-    return roles
-
-
 # --judge_args keys that set the judge's sampling instead of configuring its backend
 JUDGE_SAMPLING_KEYS = ("temperature", "reasoning_effort", "seed", "top_p")
 
@@ -133,7 +81,7 @@ class JudgePanel:
             except Exception as err:
                 raise UsageError(f"--judge {name} (judge {i + 1}): {err}") from err
             judges.append(Judge(label, model, sampling))
-        roles = {t.name: load_roles(t) for t in tasks if t.config.judge}
+        roles = {t.name: load_roles(t.config) for t in tasks if t.config.judge}
         if not roles:
             log.warning("--judge given, but none of the selected tasks uses a judge")
         return cls(judges, roles)
@@ -294,7 +242,7 @@ class JudgePanel:
             elif any(isinstance(v, str) for v in values):  # a text verdict is kept as given (first order)
                 value = values[0]
             else:
-                value = sum(values) / len(values)
+                value = None if failed else sum(float(v) for v in values if v is not None) / len(values)
             out.setdefault(role_name, {})[judge.judge_id] = {
                 "value": value,
                 "values": values,

@@ -11,17 +11,17 @@ from audioeval.models.base import Model, check_model_args
 
 # name -> (module, class, pip extra that provides its dependencies)
 MODEL_REGISTRY: dict[str, tuple[str, str, str | None]] = {
-    "chance": ("audioeval.models.chance", "ChanceModel", None),
-    "hf": ("audioeval.models.hf", "HFModel", "hf"),
+    "chance": ("audioeval.models.baselines.chance", "ChanceModel", None),
+    "hf": ("audioeval.models.hf.model", "HFModel", "hf"),
     "vllm": ("audioeval.models.vllm_backend", "VLLMModel", "vllm"),
     "openai": ("audioeval.models.openai_chat", "OpenAIChatModel", "api"),
-    "demo-majority": ("audioeval.models.demo_majority", "DemoMajorityModel", None),
-    "knn-icl": ("audioeval.models.knn_icl", "KnnIclModel", None),
+    "demo-majority": ("audioeval.models.baselines.demo_majority", "DemoMajorityModel", None),
+    "knn-icl": ("audioeval.models.baselines.knn_icl", "KnnIclModel", None),
     "cascade": ("audioeval.models.cascade", "CascadeModel", None),
     "pocketsphinx": ("audioeval.models.pocketsphinx_asr", "PocketSphinxModel", None),
     "hf-chat": ("audioeval.models.text_chat", "HFChatModel", "hf"),
-    "dsp-oracle": ("audioeval.models.dsp_oracle", "DspOracleModel", None),
-    "shortcut": ("audioeval.models.shortcut", "ShortcutModel", None),
+    "dsp-oracle": ("audioeval.models.baselines.dsp_oracle", "DspOracleModel", None),
+    "shortcut": ("audioeval.models.baselines.shortcut", "ShortcutModel", None),
 }
 
 

@@ -190,7 +190,7 @@ class CascadeModel(Model):
                         gen_kwargs=request.gen_kwargs,
                         rid=request.rid,
                         choices=request.choices,
-                        info=request.info,
+                        shown=request.shown,
                     ),
                 )
             )

@@ -81,7 +81,7 @@ def to_openai_messages(
                 )
             out.append({"role": m.role, "content": m.text})
             continue
-        content = []
+        content: list[dict[str, Any]] = []
         for p in m.parts:
             if isinstance(p, TextPart):
                 content.append({"type": "text", "text": p.text})

@@ -42,8 +42,7 @@ def _default_paths() -> dict[str, Path]:
 
 def query_clips(request: Request) -> list[AudioClip]:
     """The clips to transcribe: the episode's query clips when known, else all clips of the request."""
-    episode = request.info.get("episode") or {}
-    clips = [c["audio"] for c in (episode.get("query") or {}).get("clips") or [] if "audio" in c]
+    clips = [c.audio for c in request.shown.query.clips] if request.shown is not None else []
     return clips or request.clips
 
 

@@ -75,7 +75,7 @@ class HFChatModel(Model):
             )
         except (OSError, ValueError) as err:
             raise ModelError(f"--model_args pretrained={self.pretrained}: cannot load it ({err}).") from err
-        self.model.to(self.device).eval()
+        self.model.to(self.device).eval()  # type: ignore[arg-type]  # transformers decorates .to() and loses self
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
@@ -112,9 +112,10 @@ class HFChatModel(Model):
 
     def render_prompt(self, request: Request) -> str:
         """The exact text the model is asked to continue."""
-        return self.tokenizer.apply_chat_template(
+        text = self.tokenizer.apply_chat_template(
             chat_messages(request), tokenize=False, add_generation_prompt=True
         )
+        return str(text)  # a str with tokenize=False (the stubs cover every mode at once)
 
     def generate(self, requests: list[Request]) -> list[Response]:
         out: list[Response | None] = [None] * len(requests)

@@ -18,7 +18,7 @@ from typing import Any
 from audioeval.errors import ModelError
 from audioeval.models.base import Model
 from audioeval.models.generation import GenerationSettings, read_settings
-from audioeval.models.hf_frontend import AudioChatFrontend
+from audioeval.models.hf.frontend import AudioChatFrontend
 from audioeval.stats import stable_seed
 from audioeval.types import Request, Response
 

@@ -143,7 +143,7 @@ def results_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
 def failures(run: RunFolder) -> dict[str, Any]:
     """Model errors, parse failures and judge failures per task, with the messages the samples logged.
     Error counts come from results.json's timing block, so they are there for runs without sample logs."""
-    counted = {
+    counted: dict[str, dict[str, Any]] = {
         task: {"task": task, "samples": 0, "errors": 0, "parse_failures": 0, "judged": 0, "judge_failures": 0}
         for task in run.tasks
     }

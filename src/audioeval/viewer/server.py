@@ -245,8 +245,8 @@ class ViewerServer:
 
     @property
     def url(self) -> str:
-        host = self.httpd.server_address[0]
-        host = f"[{host}]" if ":" in str(host) else host
+        host = str(self.httpd.server_address[0])
+        host = f"[{host}]" if ":" in host else host
         return f"http://{host}:{self.port}/"
 
     def serve_forever(self) -> None:

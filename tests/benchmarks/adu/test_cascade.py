@@ -16,7 +16,7 @@ from audioeval.errors import ModelError
 from audioeval.models import create_model
 from audioeval.run import RunConfig, run_evaluation
 from audioeval.testing.fake_openai import FakeOpenAIServer, prompt_text
-from audioeval.types import AudioClip, AudioPart, Message, Request, RequestId, TextPart
+from audioeval.types import AudioClip, AudioPart, Message, Request, RequestId, ShownEpisode, TextPart
 
 SENTENCES = [
     "please tell me the weather today",
@@ -30,12 +30,12 @@ def speech(text: str) -> AudioClip:
     return AudioClip.from_array(synthesize(text, language="en-us", variant="f5", rate=170), 16000)
 
 
-def request(*parts, info=None) -> Request:
+def request(*parts, shown=None) -> Request:
     return Request(
         messages=(Message("user", tuple(parts)),),
         gen_kwargs={"max_new_tokens": 8},
         rid=RequestId("t", 0, 0),
-        info=info or {},
+        shown=shown,
     )
 
 
@@ -56,7 +56,11 @@ def test_pocketsphinx_model_answers_with_the_query_transcript(sphinx):
     demo, query = speech("i would like a cup of coffee"), speech("please tell me the weather today")
     episode = {"query": {"clips": [{"role": "question", "audio": query}]}}
     (response,) = sphinx.generate(
-        [request(AudioPart(demo), TextPart(" then "), AudioPart(query), info={"episode": episode})]
+        [
+            request(
+                AudioPart(demo), TextPart(" then "), AudioPart(query), shown=ShownEpisode.of(episode, 0, None)
+            )
+        ]
     )
     assert jiwer.wer("please tell me the weather today", response.text) < jiwer.wer(
         "i would like a cup of coffee", response.text

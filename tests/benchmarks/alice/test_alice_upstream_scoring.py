@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -87,12 +88,17 @@ def test_metric_module_takes_scoring():
 
 
 class TitledOracle(Model):
-    """Answers every item with its label in title brackets: `<<label>>`."""
+    """Answers every item with its label in title brackets: `<<label>>`. Requests carry no label, so it
+    rebuilds each episode from the task it was prepared with."""
 
     name = "titled-oracle"
 
+    def prepare(self, tasks: list[Any]) -> None:
+        self.tasks = {t.name: t for t in tasks}
+
     def generate(self, requests: list[Request]) -> list[Response]:
-        return [Response(text=f"<<{r.info['episode']['query']['label']}>>") for r in requests]
+        labels = [self.tasks[r.rid.task].episode(r.rid.episode)["query"]["label"] for r in requests]
+        return [Response(text=f"<<{label}>>") for label in labels]
 
 
 def _accuracy(tmp_path: Path, scoring: str) -> dict:

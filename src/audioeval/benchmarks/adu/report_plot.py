@@ -60,7 +60,7 @@ def domain_figure(summary: dict[str, Any], model: str) -> Any:
 
 def _bar(ax: Any, xpos: float, width: float, s: dict[str, Any] | None, color: str) -> None:
     mean = (s or {}).get("mean")
-    if mean is None:
+    if s is None or mean is None:
         ax.bar(xpos, 10, width, fill=False, hatch="//", edgecolor="#BBBBBB", linewidth=0.5)
         ax.text(xpos, 5, NO_SCORE_LABEL, rotation=90, ha="center", va="center", fontsize=7, color="#777777")
         return

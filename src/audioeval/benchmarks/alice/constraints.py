@@ -113,7 +113,7 @@ def kwargs_problem(instruction_id: str, kwargs: Any) -> str | None:
         if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
             return f"{instruction_id}: {name} must be an integer, got {value!r}"
         if kind is not int and not isinstance(value, kind):
-            return f"{instruction_id}: {name} must be a {kind.__name__}, got {value!r}"
+            return f"{instruction_id}: {name} must be a {getattr(kind, '__name__', kind)}, got {value!r}"
         if kind is str and not value.strip():
             return f"{instruction_id}: {name} must not be empty"
         if name == "relation" and value not in RELATIONS:

@@ -228,7 +228,7 @@ class BuiltinCorpus:
         voices = EVAL_VOICES if side == "eval" else DEMO_VOICES
         all_voices = voices["male"] + voices["female"]
         if sub == "Word Counting":
-            lines = B.COUNT_EVAL if side == "eval" else B.COUNT_DEMO
+            lines: tuple[str, ...] = B.COUNT_EVAL if side == "eval" else B.COUNT_DEMO
             sentence = lines[int(rng.integers(len(lines)))] if side == "eval" else lines[n % len(lines)]
             count = len(words_of(sentence))
             start = max(1, count - int(rng.integers(0, 4)))
@@ -352,6 +352,7 @@ class BuiltinCorpus:
                     probe = facts["probe"]
                     stem = prefix + (_lower_first(probe) if prefix.endswith((", ", ": ")) else probe)
                 else:
+                    assert sub is not None  # MMAU pool lists are keyed by sub-category
                     stem = words.pick(B.MMAU_DEMO_QUESTION[sub], j)
                 question = f"{stem} {B.demo_choose_clause(clip.choices, j + list_index)}"
             kwargs: dict[str, Any] = {}

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -319,6 +320,9 @@ class SpeechIFEvalData:
                     problems.add(where, f"MMAU map entry for {uid} lacks 'category' or 'sub-category'")
         if len(problems.items) > before or task is None or audio_path is None:
             return None
+        assert isinstance(instruction, str) and isinstance(
+            label, str
+        )  # checked above, else a problem was added
         task_text, constraint_text = split_instruction(instruction)
         label = label.strip()
         source = {
@@ -340,7 +344,7 @@ class SpeechIFEvalData:
             constraint_text=constraint_text,
             label=label,
             choices=_choices(task, task_text, label),
-            audio=AudioRef(str(audio_path), lambda sr, p=sampling_path: load_audio(p, sr)),
+            audio=AudioRef(str(audio_path), partial(load_audio, sampling_path)),
             rank=0,
             mmau_category=mmau_category,
             sub_category=sub_category,
@@ -416,6 +420,9 @@ class SpeechIFEvalData:
             problems.add(where, f"'ans' must be {kind}, got {type(raw.get('ans')).__name__}")
         if len(problems.items) > before or audio_path is None:
             return None
+        assert isinstance(instruction, str) and isinstance(
+            answer, str
+        )  # checked above, else a problem was added
         task_text, constraint_text = split_instruction(instruction)
         return PoolEntry(
             pool_id="",
@@ -424,7 +431,7 @@ class SpeechIFEvalData:
             constraint_text=constraint_text,
             answer=answer,
             answer_plain=None,
-            audio=AudioRef(str(audio_path), lambda sr, p=audio_path: load_audio(p, sr)),
+            audio=AudioRef(str(audio_path), partial(load_audio, audio_path)),
             source={"corpus": "speech-ifeval", "audio_path": audio_rel},
         )
 

@@ -57,7 +57,7 @@ _METAL_RATIOS = (1.0, 1.3348, 1.4755, 1.6818, 1.9307, 2.5452)
 
 def _metal(p: dict[str, Any], n: int, sr: int) -> np.ndarray:
     t = _t(n, sr)
-    return sum(_square(2 * np.pi * p["base"] * r * t) for r in _METAL_RATIOS) / len(_METAL_RATIOS)
+    return np.asarray(sum(_square(2 * np.pi * p["base"] * r * t) for r in _METAL_RATIOS)) / len(_METAL_RATIOS)
 
 
 # ---- families: parameter draws and renderers ------------------------------------------------------------

@@ -1,0 +1,84 @@
+"""What the `hf` and `vllm` backends share: the checkpoint, its processor and chat template, the prompt style
+and the audio preparation. Everything that decides the prompt text and the audio a model sees is here, so
+both backends send the same inputs for the same request."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+from audioeval.errors import ModelError
+from audioeval.models.hf.audio import AudioPreparer
+from audioeval.models.hf.checkpoint import Checkpoint, fingerprint, open_checkpoint
+from audioeval.models.hf.families import ADAPTER_VERSION, PLACEMENTS
+from audioeval.models.hf.loading import audio_sampling_rate, load_processor
+from audioeval.models.hf.prompt import PromptStyle, render_prompt
+from audioeval.types import Request
+
+
+@dataclass
+class AudioChatFrontend:
+    checkpoint: Checkpoint
+    processor: Any
+    style: PromptStyle
+    audio: AudioPreparer
+
+    @classmethod
+    def open(
+        cls,
+        pretrained: str | None,
+        *,
+        revision: str | None = None,
+        family: str | None = None,
+        trust_remote_code: bool = False,
+        system_prompt: str | None = None,
+        audio_placement: str | None = None,
+        chat_template: str | None = None,
+        max_audio_seconds: float | None = None,
+    ) -> AudioChatFrontend:
+        checkpoint = open_checkpoint(pretrained, revision, family)
+        adapter = checkpoint.family
+        placement = audio_placement or adapter.placement
+        if placement not in PLACEMENTS:
+            raise ModelError(
+                f"--model_args audio_placement={placement!r}: expected one of {', '.join(PLACEMENTS)}."
+            )
+        if adapter.tokenized_template and audio_placement == "inline":
+            raise ModelError(
+                f"--model_args audio_placement=inline: {adapter.title} prompts are built by its tokenizer."
+            )
+        processor = load_processor(checkpoint, bool(trust_remote_code), chat_template)
+        rate = audio_sampling_rate(processor, str(checkpoint.path))
+        limit = adapter.audio_limit(processor)
+        if max_audio_seconds is not None:
+            limit = min(float(max_audio_seconds), limit) if limit is not None else float(max_audio_seconds)
+        style = PromptStyle(
+            family=adapter,
+            placement=placement,
+            system_prompt=adapter.default_system_prompt if system_prompt is None else str(system_prompt),
+            source=str(checkpoint.path),
+        )
+        audio = AudioPreparer(rate, limit, f"{adapter.title} ({checkpoint.path.name})")
+        return cls(checkpoint=checkpoint, processor=processor, style=style, audio=audio)
+
+    @property
+    def sampling_rate(self) -> int:
+        return self.audio.sampling_rate
+
+    def prompt(self, request: Request) -> str:
+        return render_prompt(request, self.style, self.processor)
+
+    def identity(self) -> dict[str, Any]:
+        """The parts of a backend identity that the inputs depend on."""
+        template = self.processor.chat_template or ""
+        return {
+            "pretrained": self.checkpoint.pretrained,
+            "fingerprint": fingerprint(self.checkpoint.path),
+            "family": self.checkpoint.family.name,
+            "adapter_version": ADAPTER_VERSION,
+            "audio_placement": self.style.placement,
+            "system_prompt": self.style.system_prompt,
+            "chat_template_sha256": hashlib.sha256(str(template).encode()).hexdigest(),
+            "max_audio_seconds": self.audio.max_seconds,
+        }

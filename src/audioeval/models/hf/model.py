@@ -1,0 +1,286 @@
+"""`hf`: transformers audio-chat models through their own AutoProcessor and chat template.
+
+    --model hf --model_args pretrained=Qwen/Qwen2-Audio-7B-Instruct,dtype=bfloat16
+
+Each request becomes a chat whose content interleaves text and audio (see hf/prompt.py); the family adapter
+(hf/families.py) supplies what the checkpoint does not say. A batch is left-padded with per-sample attention
+masks and decoded greedily unless the task asks for sampling, so a sample's output does not depend on the
+requests it is batched with. Under `accelerate launch` each process holds a full copy of the model on its
+own device and the evaluator gives it its own slice of the episodes (data parallel); `device_map=auto`
+spreads one copy over several GPUs instead.
+"""
+
+from __future__ import annotations
+
+import base64
+import gc
+import logging
+import os
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import torch  # at module level, so a missing `hf` extra is reported by the model registry
+import transformers
+
+from audioeval.audio.wav import encode_wav
+from audioeval.errors import ModelError
+from audioeval.models.base import Model
+from audioeval.models.generation import GenerationSettings, read_settings, settings_key
+from audioeval.models.hf.audio import ClipBatch
+from audioeval.models.hf.frontend import AudioChatFrontend
+from audioeval.models.hf.loading import (
+    load_model,
+    select_device,
+    torch_dtype,
+)
+from audioeval.models.hf.prompt import build_conversation
+from audioeval.stats import stable_seed
+from audioeval.types import Request, Response
+
+log = logging.getLogger("audioeval")
+
+
+@dataclass
+class _Prepared:
+    request: Request
+    prompt: str | None  # rendered prompt text (None for tokenized-template families)
+    clips: ClipBatch
+
+
+class HFModel(Model):
+    name = "hf"
+    required_args = ("pretrained",)
+    arg_minimums = {"max_new_tokens": 1}
+
+    def __init__(
+        self,
+        pretrained: str | None = None,
+        revision: str | None = None,
+        family: str | None = None,
+        dtype: str = "auto",
+        device: str | None = None,
+        device_map: str | None = None,
+        attn_implementation: str | None = None,
+        max_new_tokens: int = 256,
+        trust_remote_code: bool = False,
+        system_prompt: str | None = None,
+        audio_placement: str | None = None,
+        chat_template: str | None = None,
+        max_audio_seconds: float | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if device_map and int(os.environ.get("WORLD_SIZE", "1")) > 1:
+            raise ModelError(
+                "--model_args device_map: under `accelerate launch` each process already holds a full model on "
+                "its own GPU (data parallel). Use either several processes or device_map=auto in one process."
+            )
+        self.max_new_tokens = int(max_new_tokens)
+        model_dtype = torch_dtype(dtype)  # validated before anything loads
+        self.frontend = AudioChatFrontend.open(
+            pretrained,
+            revision=revision,
+            family=family,
+            trust_remote_code=bool(trust_remote_code),
+            system_prompt=system_prompt,
+            audio_placement=audio_placement,
+            chat_template=chat_template,
+            max_audio_seconds=max_audio_seconds,
+        )
+        self.checkpoint = self.frontend.checkpoint
+        self.processor = self.frontend.processor
+        self.style = self.frontend.style
+        self.audio = self.frontend.audio
+        self.sampling_rate = self.frontend.sampling_rate
+        self.model = load_model(
+            self.checkpoint,
+            dtype=model_dtype,
+            device=select_device(device),
+            device_map=device_map,
+            attn_implementation=attn_implementation,
+            trust_remote_code=bool(trust_remote_code),
+        )
+        self._identity = self._make_identity()
+        log.info(
+            "hf: %s (%s) on %s, %s, batch size %d",
+            self.checkpoint.path,
+            self.checkpoint.family.title,
+            self.model.device,
+            self.model.dtype,
+            self.batch_size,
+        )
+
+    # ------------------------------------------------------------------------------------------------------
+    def _make_identity(self) -> dict[str, Any]:
+        return {
+            "model": self.name,
+            **self.frontend.identity(),
+            "dtype": str(self.model.dtype).removeprefix("torch."),
+            "attn_implementation": getattr(self.model.config, "_attn_implementation", None),
+            "default_max_new_tokens": self.max_new_tokens,
+            "transformers": transformers.__version__,
+        }
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        return self._identity
+
+    # ------------------------------------------------------------------------------------------------------
+    def generate(self, requests: list[Request]) -> list[Response]:
+        out: list[Response | None] = [None] * len(requests)
+        groups: dict[str, list[int]] = defaultdict(list)
+        for i, request in enumerate(requests):
+            groups[settings_key(request.gen_kwargs)].append(i)
+        for indices in groups.values():
+            first = requests[indices[0]]
+            settings = read_settings(first.gen_kwargs, self.max_new_tokens, first.rid.task)
+            for start in range(0, len(indices), self.batch_size):
+                part = indices[start : start + self.batch_size]
+                for i, response in zip(
+                    part, self._generate_batch([requests[i] for i in part], settings), strict=True
+                ):
+                    out[i] = response
+        return [r for r in out if r is not None]
+
+    def _generate_batch(self, requests: list[Request], settings: GenerationSettings) -> list[Response]:
+        """Run a batch; on running out of GPU memory, halve it (outputs do not depend on batch composition)."""
+        try:
+            return self._run(requests, settings)
+        except torch.cuda.OutOfMemoryError as err:
+            torch.cuda.empty_cache()
+            if len(requests) == 1:
+                seconds = requests[0].audio_seconds
+                return [
+                    Response(
+                        text=None, error=f"out of GPU memory on one request ({seconds:.1f} s of audio): {err}"
+                    )
+                ]
+            half = len(requests) // 2
+            log.warning(
+                "hf: out of GPU memory on a batch of %d; retrying as %d + %d.",
+                len(requests),
+                half,
+                len(requests) - half,
+            )
+            return self._generate_batch(requests[:half], settings) + self._generate_batch(
+                requests[half:], settings
+            )
+
+    def _run(self, requests: list[Request], settings: GenerationSettings) -> list[Response]:
+        started = time.perf_counter()
+        prepared = [self._prepare(r) for r in requests]
+        inputs = self._encode(prepared)
+        if settings.do_sample:
+            keys = [r.content_key(self.identity) for r in requests]
+            torch.manual_seed(stable_seed(self.seed, *keys) % (2**63))
+        with torch.inference_mode():
+            sequences = self.model.generate(**inputs, **self._generate_kwargs(settings))
+        if not torch.is_tensor(sequences):
+            sequences = sequences.sequences
+        new_tokens = sequences[:, inputs["input_ids"].shape[1] :]
+        texts = self.processor.batch_decode(new_tokens, skip_special_tokens=True)
+        elapsed = (time.perf_counter() - started) / len(requests)
+        responses = []
+        for item, text in zip(prepared, texts, strict=True):
+            info = {"truncated_audio": item.clips.truncated} if item.clips.truncated else {}
+            responses.append(Response(text=settings.cut(text), latency_s=elapsed, info=info))
+        return responses
+
+    def next_token_logits(self, requests: list[Request]) -> Any:
+        """Logits of the first generated token, one row per request (float32, on the CPU): a diagnostic to
+        check that the audio reaches the model (different clips, same text: different logits)."""
+        inputs = self._encode([self._prepare(r) for r in requests])
+        with torch.inference_mode():
+            logits = self.model(**inputs).logits
+        return logits[:, -1, :].float().cpu()
+
+    # ------------------------------------------------------------------------------------------------------
+    def _prepare(self, request: Request) -> _Prepared:
+        clips = self.audio.prepare(request.clips)
+        if self.style.family.tokenized_template:
+            return _Prepared(request, None, clips)
+        return _Prepared(request, self.frontend.prompt(request), clips)
+
+    def _encode(self, prepared: list[_Prepared]) -> dict[str, Any]:
+        try:
+            if self.style.family.tokenized_template:
+                inputs = self._encode_tokenized(prepared)
+            else:
+                audio = [a for p in prepared for a in p.clips.arrays]
+                # Padding is a text setting only: a top-level `padding` would also reach the feature extractor
+                # and pad every clip to the longest of the batch.
+                inputs = self.processor(
+                    text=[p.prompt for p in prepared],
+                    audio=audio or None,
+                    text_kwargs={"padding": True, "padding_side": "left"},
+                    audio_kwargs={"sampling_rate": self.sampling_rate},
+                    return_tensors="pt",
+                    **self.style.family.processor_kwargs,
+                )
+        except ModelError:
+            raise
+        except Exception as err:
+            raise ModelError(
+                f"{self.checkpoint.path}: the processor rejected a batch ({type(err).__name__}: {err})."
+            ) from err
+        return self._to_device(dict(inputs))
+
+    def _encode_tokenized(self, prepared: list[_Prepared]) -> Any:
+        """Voxtral: mistral-common tokenizes the chat, audio included (as base64 WAV)."""
+        conversations = []
+        for p in prepared:
+            payloads = [base64.b64encode(encode_wav(a, self.sampling_rate)).decode() for a in p.clips.arrays]
+            conversations.append(
+                build_conversation(
+                    p.request,
+                    self.style,
+                    self.processor,
+                    audio_block=partial(_base64_audio_block, payloads),
+                )
+            )
+        inputs = self.processor.apply_chat_template(conversations, tokenize=True, return_dict=True)
+        begin = self.processor.tokenizer.convert_tokens_to_ids("[BEGIN_AUDIO]")
+        for p, row in zip(prepared, inputs["input_ids"].tolist(), strict=True):
+            if row.count(begin) != len(p.clips.arrays):
+                raise ModelError(
+                    f"{self.checkpoint.path}: request for task {p.request.rid.task!r} has {len(p.clips.arrays)} "
+                    f"clip(s) but its tokenized prompt holds {row.count(begin)} audio segment(s)."
+                )
+        return inputs
+
+    def _to_device(self, inputs: dict[str, Any]) -> dict[str, Any]:
+        device, dtype = self.model.device, self.model.dtype
+        out = {}
+        for key, value in inputs.items():
+            if hasattr(value, "to") and hasattr(value, "is_floating_point"):
+                value = value.to(device, dtype=dtype) if value.is_floating_point() else value.to(device)
+            out[key] = value
+        return out
+
+    def _generate_kwargs(self, settings: GenerationSettings) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "max_new_tokens": settings.max_new_tokens,
+            "do_sample": settings.do_sample,
+            "num_beams": settings.num_beams,
+            "pad_token_id": self.processor.tokenizer.pad_token_id,
+        }
+        if settings.do_sample:
+            for name in ("temperature", "top_p", "top_k"):
+                if getattr(settings, name) is not None:
+                    kwargs[name] = getattr(settings, name)
+        if settings.repetition_penalty is not None:
+            kwargs["repetition_penalty"] = settings.repetition_penalty
+        return kwargs
+
+    def close(self) -> None:
+        self.model = None
+        gc.collect()
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+
+
+def _base64_audio_block(payloads: list[str], index: int) -> dict[str, Any]:
+    return {"type": "audio", "base64": payloads[index]}
