@@ -9,7 +9,7 @@ import pytest
 
 from audioeval.config import load_task_config
 from audioeval.errors import ConfigError
-from audioeval.judges.panel import load_roles
+from audioeval.judges.roles import load_roles
 from audioeval.parsers import PARSERS, get_parser
 from audioeval.scoring import TaskScorer
 from tests.conftest import run_cli
@@ -23,11 +23,6 @@ def task_file(folder: Path, toy_dir: Path, extra: str, name: str = "hooked") -> 
     return path
 
 
-class FakeTask:
-    def __init__(self, config):
-        self.config = config
-
-
 def test_the_three_forms_resolve(toy_dir):
     assert get_parser("first_line")("high\nmore") == "high"  # registered
     assert get_parser("audioeval.parsers.common:first_line")("high\nmore") == "high"  # module:function
@@ -39,7 +34,7 @@ def test_relative_hooks_resolve_against_the_file_that_declares_them(toy_dir, tmp
     """The including file lives elsewhere; the parser and verdict still come from the toy folder."""
     config = load_task_config(task_file(tmp_path / "elsewhere", toy_dir, ""))
     assert TaskScorer(config).parse("a HIGH one") == "high"
-    (role,) = load_roles(FakeTask(config))
+    (role,) = load_roles(config)
     assert role.read_verdict("Grade: FAIL") == 0.0
 
 
@@ -72,7 +67,7 @@ def test_a_wrong_verdict_names_the_file_and_the_role(toy_dir, tmp_path):
     (tmp_path / "judge").mkdir()
     (tmp_path / "judge" / "graded.jinja").write_text((toy_dir / "judge" / "graded.jinja").read_text())
     with pytest.raises(ConfigError) as err:
-        load_roles(FakeTask(load_task_config(path)))
+        load_roles(load_task_config(path))
     text = str(err.value)
     assert str(path) in text and "judge role 'graded'" in text and "has no function 'read_mark'" in text
 
