@@ -101,7 +101,10 @@ def test_judge_role_shape_is_checked_when_the_file_loads(tmp_path, role, message
 @pytest.mark.parametrize(
     "edit, message",
     [
-        (("verdict: yes_no}", "verdict: yes_or_no}"), r"judge role 'agrees': verdict must be one of"),
+        (
+            ("verdict: yes_no}", "verdict: yes_or_no}"),
+            r"judge role 'agrees': unknown verdict reader 'yes_or_no'. Did you mean: yes_no\?",
+        ),
         (('when: "k > 0"', 'when: "k >"'), r"judge role 'quality': `when` is not a Jinja expression"),
     ],
 )
