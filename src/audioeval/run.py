@@ -116,6 +116,14 @@ def _code_of_run(
     }
     for name, cls, args in zip(cfg.judge, judge_classes, cfg.judge_args, strict=True):
         pieces[f"--judge {name}"] = files([*cls.code_modules(args), "audioeval.judges.panel"])
+    if cfg.judge:
+        from audioeval.judges.roles import load_roles
+
+        for task in tasks:
+            for role in load_roles(task.config) if task.config.judge else []:
+                pieces[f"verdict reader of judge role {role.name!r} of task {task.name}"] = [
+                    Path(inspect.getfile(inspect.unwrap(role.read_verdict)))
+                ]
     for task in tasks:
         pieces.update(task.source_files())
     for hook in reports:  # resolving them here also stops a misnamed report before any request

@@ -170,6 +170,39 @@ def test_a_package_a_metric_imports_late_is_checked_before_any_request(tmp_path)
     assert "the metrics of task toy_tones" in err and "toy_exact.py" in err
 
 
+def test_a_package_a_verdict_reader_imports_late_is_checked_before_any_request(tmp_path):
+    folder = _copy_toy(tmp_path)
+    (folder / "late_verdict.py").write_text(
+        "def read(text):\n    import surely_not_an_installed_verdict_package  # noqa: F401\n    return 1.0\n"
+    )
+    judged = folder / "toy_tones_judged.yaml"
+    judged.write_text(judged.read_text().replace("verdict: yes_no}", "verdict: ./late_verdict.py:read}"))
+    with FakeOpenAIServer(reply=lambda body: "high") as server:
+        code, _, err = run_cli(
+            [
+                "--tasks",
+                "toy_tones_judged",
+                "--include_path",
+                str(folder),
+                "--model",
+                "openai",
+                "--model_args",
+                f"model=x,base_url={server.base_url}",
+                "--judge",
+                "openai",
+                "--judge_args",
+                f"model=j,base_url={server.base_url}",
+                "--no_cache",
+                "--no_progress",
+            ]
+        )
+        assert server.requests == []
+    assert code == 2 and "surely_not_an_installed_verdict_package" in err
+    assert (
+        "verdict reader of judge role 'agrees' of task toy_tones_judged" in err and "late_verdict.py" in err
+    )
+
+
 # --- 5. resume says what it reused; finished and unfinished run folders --------------------------------------
 def test_resume_reports_what_it_reused_and_a_finished_run_leaves_no_debris(tmp_path):
     args = ("--model", "chance", "--cache_dir", str(tmp_path / "cache"), "--log_samples")
