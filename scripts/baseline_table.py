@@ -39,19 +39,23 @@ TASK_SELECTION = "audioicl_bench,audioicl_ablation"
 SECTION = "## Reference baselines (AudioICL-Bench)"
 COMMAND = "python scripts/baseline_table.py --update_readme README.md"
 
-# task -> (short name, full name, chance as the paper states it, in %)
-TASKS: dict[str, tuple[str, str, str]] = {
-    "audioicl_audio_count": ("AC", "AudioCount", "12.5"),
-    "audioicl_audio_count_hard": ("ACH", "AudioCountHard", "12.5"),
-    "audioicl_audio_operator": ("AO", "AudioOperator", "33.3"),
-    "audioicl_audio_operator_hard": ("AOH", "AudioOperatorHard", "11.1"),
-    "audioicl_audio_remap": ("AR", "AudioRemap", "12.5"),
-    "audioicl_anomaly_detect": ("AD", "AnomalyDetect", "50.0"),
-    "audioicl_audio_length": ("AL", "AudioLength", "5.0"),
-    "audioicl_audio_length_hard": ("ALH", "AudioLengthHard", "5.0"),
-    "audioicl_morse_code": ("MC", "MorseCode", "≈0"),
-    "audioicl_morse_letter": ("ML", "MorseLetter (ablation)", "3.8"),
-}
+
+def task_facts(selection: str = TASK_SELECTION) -> dict[str, tuple[str, str, str]]:
+    """task -> (short name, full name, chance as the paper states it, in %), in the order the groups list the
+    tasks, read from each task's YAML `metadata.audioicl_bench` (where the report reads them too)."""
+    from audioeval.registry import TaskRegistry
+
+    registry = TaskRegistry.discover([])
+    names, _groups = registry.select(selection)
+    facts = {}
+    for name in names:
+        info = (registry.tasks[name].metadata or {})["audioicl_bench"]
+        chance = "≈0" if info.get("chance_note") else f"{100 * float(info['chance']):.1f}"
+        facts[name] = (str(info["short"]), str(info["name"]), chance)
+    return facts
+
+
+TASKS = task_facts()
 GROUPS = {"audioicl_a2": "A2 average", "audioicl_a3": "A3 average"}
 
 # the real-corpus rows: AudioOperator(Hard) with Free Spoken Digit Dataset recordings instead of eSpeak NG digits
