@@ -24,18 +24,18 @@ import tempfile  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-NINE = (
-    "audio_count",
-    "audio_count_hard",
-    "audio_length",
-    "audio_length_hard",
-    "audio_operator",
-    "audio_operator_hard",
-    "audio_remap",
-    "morse_code",
-    "anomaly_detect",
-)
-SPEECH = ("audio_operator", "audio_operator_hard")
+from audioeval.benchmarks.audioicl.configs import configs_of  # noqa: E402
+from audioeval.registry import TaskRegistry  # noqa: E402
+
+
+def benchmark_configs() -> list[str]:
+    """The builder configs of the `audioicl_bench` group's tasks (the nine; the ablation is not in it)."""
+    registry = TaskRegistry.discover([])
+    names, _groups = registry.select("audioicl_bench")
+    return [str(registry.tasks[name].builder_config) for name in names]
+
+
+SPEECH = configs_of("operator")  # spoken digits (eSpeak NG), not procedural sources
 TARGET_RTF = 200.0
 
 
@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--output", default="bench_audioicl_generation.json", help="JSON file for the figures")
     args = p.parse_args(argv)
-    configs = [c.strip() for c in args.configs.split(",")] if args.configs else list(NINE)
+    configs = [c.strip() for c in args.configs.split(",")] if args.configs else benchmark_configs()
     if args.include_ablation and "morse_letter" not in configs:
         configs.append("morse_letter")
     tmp = None
