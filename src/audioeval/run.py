@@ -103,6 +103,15 @@ def check_judge_args(names: list[str], args: list[dict[str, Any]]) -> list[type[
     return classes
 
 
+def _file_of(fn: Any) -> list[Path]:
+    """The source file of a hook function (or of the module of a callable object)."""
+    try:
+        return [Path(inspect.getfile(inspect.unwrap(fn)))]
+    except TypeError:
+        source = module_source(getattr(fn, "__module__", "") or "")
+        return [source] if source else []
+
+
 def _code_of_run(
     cfg: RunConfig, judge_classes: list[type[Model]], tasks: list[PreparedTask], reports: list[ReportHook]
 ) -> dict[str, Any]:
@@ -121,9 +130,9 @@ def _code_of_run(
 
         for task in tasks:
             for role in load_roles(task.config) if task.config.judge else []:
-                pieces[f"verdict reader of judge role {role.name!r} of task {task.name}"] = [
-                    Path(inspect.getfile(inspect.unwrap(role.read_verdict)))
-                ]
+                pieces[f"verdict reader of judge role {role.name!r} of task {task.name}"] = _file_of(
+                    role.read_verdict
+                )
     for task in tasks:
         pieces.update(task.source_files())
     for hook in reports:  # resolving them here also stops a misnamed report before any request
