@@ -184,19 +184,25 @@ class ResponseCache:
 
 
 class NoCache:
-    """Stand-in when --no_cache is given."""
+    """Stand-in when --no_cache is given: nothing is read from or written to disk. The run's own responses are
+    kept in memory, so a request identical to one answered earlier in the run gets that answer, as it would
+    if the first were still in flight: what is sent, and so every answer, does not depend on timing."""
 
     path: Path | None = None
     damage: str | None = None
 
+    def __init__(self) -> None:
+        self._answered: dict[str, CachedResponse] = {}
+
     def get_many(self, keys: list[str]) -> dict[str, CachedResponse]:
-        return {}
+        return {k: self._answered[k] for k in keys if k in self._answered}
 
     def put_many(self, entries: list[CacheEntry]) -> None:
-        return None
+        for entry in entries:
+            self._answered[entry.key] = CachedResponse(entry.text, entry.info)
 
     def count(self) -> int:
         return 0
 
     def close(self) -> None:
-        return None
+        self._answered.clear()

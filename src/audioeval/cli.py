@@ -19,6 +19,13 @@ log = logging.getLogger("audioeval")
 DEFAULT_MODEL = "chance"
 
 
+def _say_error(err: BaseException) -> None:
+    """One write per message: the ranks of a launch share stderr, and print()'s separate write of the line end
+    lets another rank's message land in the middle of the line."""
+    sys.stderr.write(f"{_prefix()}error: {redact_text(str(err))}\n")
+    sys.stderr.flush()
+
+
 def _rank() -> int:
     return int(os.environ.get("RANK", "0"))
 
@@ -229,13 +236,13 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_view(argv[1:])
         return cmd_run(argv)
     except TasksUnscored as err:
-        print(f"{_prefix()}error: {redact_text(str(err))}", file=sys.stderr)
+        _say_error(err)
         return EXIT_UNSCORED
     except AudioEvalError as err:
         # every rank prints its own error (prefixed with its rank); the others name the rank that failed
         if debug:
             traceback.print_exc()
-        print(f"{_prefix()}error: {redact_text(str(err))}", file=sys.stderr)
+        _say_error(err)
         return EXIT_ERROR
     except KeyboardInterrupt:
         if _rank() == 0:

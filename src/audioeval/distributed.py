@@ -104,6 +104,6 @@ def collectively(topology: Topology, step: Callable[[], Any], what: str, gather:
     if failed:
         raise OtherRankFailed(
             "; ".join(f"rank {rank} failed {what}: {message}" for rank, message in failed)
-            + " (that rank printed its own message above)."
+            + " (that rank prints its own message, prefixed with its rank)."
         )
     return [r for r, _ in gathered] if gather else result

@@ -55,7 +55,8 @@ class Server:
             if twin is not None:
                 twin.add_done_callback(partial(_follow, mine=future))
             elif key in hits:
-                self.cache_hits += 1
+                # a store without a file (--no_cache) only holds this run's answers: reused, like a twin's
+                self.cache_hits += int(self.store.path is not None)
                 future.set_result(Response(text=hits[key].text, cached=True, info=hits[key].info))
             else:
                 self._twins[key] = future

@@ -75,6 +75,24 @@ def test_identical_requests_are_sent_once_and_responses_are_cached_as_they_arriv
     assert batch.calls == [["a", "b"]] and [r.text for r in responses] == ["A", "B", "A", "A"]
 
 
+def test_without_a_cache_a_request_answered_earlier_in_the_run_is_not_sent_again():
+    """--no_cache: whether an identical request is re-sent must not depend on whether its twin is still in
+    flight (timing), so the run's own answers are reused; they are not counted as cache hits."""
+    from audioeval.cache import NoCache
+
+    async def run(model):
+        server = Server(model, NoCache(), kind="generate")
+        first = await server.generate(_request("a"))
+        later = await server.generate(_request("a", episode=1))  # the first is answered by now
+        await server.close()
+        return first, later, server.cache_hits
+
+    model = RecordingModel(batch_size=4)
+    first, later, hits = asyncio.run(run(model))
+    assert model.calls == [["a"]] and first.text == later.text == "A"
+    assert later.cached and not first.cached and hits == 0
+
+
 def test_a_batch_backend_gets_length_sorted_chunks_of_its_batch_size(tmp_path):
     from audioeval.cache import NoCache
 
