@@ -25,6 +25,7 @@ from audioeval.distributed import Topology, collectively, init_topology
 from audioeval.endpoint_stats import EndpointStats
 from audioeval.errors import UsageError
 from audioeval.evaluator import EvalSettings, Evaluator, TaskOutcome, TaskTiming
+from audioeval.judges.roles import JudgeRole, load_roles
 from audioeval.models import create_model, get_model_class
 from audioeval.models.base import Model, check_model_args
 from audioeval.outputs import (
@@ -113,7 +114,11 @@ def _file_of(fn: Any) -> list[Path]:
 
 
 def _code_of_run(
-    cfg: RunConfig, judge_classes: list[type[Model]], tasks: list[PreparedTask], reports: list[ReportHook]
+    cfg: RunConfig,
+    judge_classes: list[type[Model]],
+    tasks: list[PreparedTask],
+    judge_roles: dict[str, list[JudgeRole]],
+    reports: list[ReportHook],
 ) -> dict[str, Any]:
     """What will run, by name, with its source files: for the preflight import check."""
 
@@ -125,18 +130,15 @@ def _code_of_run(
     }
     for name, cls, args in zip(cfg.judge, judge_classes, cfg.judge_args, strict=True):
         pieces[f"--judge {name}"] = files([*cls.code_modules(args), "audioeval.judges.panel"])
-    if cfg.judge:
-        from audioeval.judges.roles import load_roles
-
-        for task in tasks:
-            for role in load_roles(task.config) if task.config.judge else []:
-                pieces[f"verdict reader of judge role {role.name!r} of task {task.name}"] = _file_of(
-                    role.read_verdict
-                )
+    for task_name, roles in judge_roles.items():
+        for role in roles:
+            pieces[f"verdict reader of judge role {role.name!r} of task {task_name}"] = _file_of(
+                role.read_verdict
+            )
     for task in tasks:
         pieces.update(task.source_files())
     for hook in reports:  # resolving them here also stops a misnamed report before any request
-        pieces[f"report {hook.spec}"] = [Path(inspect.getfile(hook.resolve()))]
+        pieces[f"report {hook.spec}"] = _file_of(hook.resolve())
     return pieces
 
 
@@ -165,15 +167,16 @@ def run_evaluation(cfg: RunConfig, topology: Topology | None = None) -> dict[str
     tasks = with_conditions(tasks, plan)
     preflight(tasks, model_cls, cfg.model_args)
     check_reference_models(tasks)
-    check_installed(
-        _code_of_run(cfg, judge_classes, tasks, _report_hooks(registry, clean_tasks(tasks), group_names))
-    )
+    # the judged tasks' roles, loaded once: their verdict readers are checked here, the panel then uses them
+    judge_roles = {t.name: load_roles(t.config) for t in tasks if t.config.judge} if cfg.judge else {}
+    reports = _report_hooks(registry, clean_tasks(tasks), group_names)
+    check_installed(_code_of_run(cfg, judge_classes, tasks, judge_roles, reports))
     if not cfg.judge and (warning := unjudged_warning(tasks)):
         log.warning(warning)
 
     from audioeval.judges import build_judge_panel  # late import: only runs that judge need it
 
-    judge = build_judge_panel(cfg.judge, cfg.judge_args, tasks)
+    judge = build_judge_panel(cfg.judge, cfg.judge_args, judge_roles)
 
     topology = topology or init_topology()
     run_dir = None

@@ -36,7 +36,8 @@ class Server:
         self.kind = kind
         self.identity = identity if identity is not None else model.identity
         self.stats = model.stats
-        self.cache_hits = 0
+        self.cache_hits = 0  # responses the store had from a previous run
+        self._answered: set[str] = set()  # content keys answered by the backend in this run
         self._twins: dict[str, asyncio.Future[Response]] = {}  # content key -> the request in flight
         self._tasks: set[asyncio.Task[None]] = set()
         self._executor: ThreadPoolExecutor | None = None
@@ -55,8 +56,8 @@ class Server:
             if twin is not None:
                 twin.add_done_callback(partial(_follow, mine=future))
             elif key in hits:
-                # a store without a file (--no_cache) only holds this run's answers: reused, like a twin's
-                self.cache_hits += int(self.store.path is not None)
+                # a hit on an answer of this run is a reuse, like a twin's, not a response of a previous run
+                self.cache_hits += key not in self._answered
                 future.set_result(Response(text=hits[key].text, cached=True, info=hits[key].info))
             else:
                 self._twins[key] = future
@@ -141,6 +142,7 @@ class Server:
         )
         for key, future, response in results:
             self.stats.failed += int(not response.ok)
+            self._answered.add(key)
             self._twins.pop(key, None)
             if not future.done():
                 future.set_result(response)

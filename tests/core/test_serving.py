@@ -75,13 +75,16 @@ def test_identical_requests_are_sent_once_and_responses_are_cached_as_they_arriv
     assert batch.calls == [["a", "b"]] and [r.text for r in responses] == ["A", "B", "A", "A"]
 
 
-def test_without_a_cache_a_request_answered_earlier_in_the_run_is_not_sent_again():
-    """--no_cache: whether an identical request is re-sent must not depend on whether its twin is still in
-    flight (timing), so the run's own answers are reused; they are not counted as cache hits."""
+@pytest.mark.parametrize("persistent", [False, True])
+def test_a_request_answered_earlier_in_the_run_is_not_sent_again(tmp_path, persistent):
+    """With or without --no_cache, whether an identical request is re-sent must not depend on whether its twin
+    is still in flight (timing), so the run's own answers are reused; they are not counted as cache hits,
+    which are responses of a previous run."""
     from audioeval.cache import NoCache
 
     async def run(model):
-        server = Server(model, NoCache(), kind="generate")
+        store = ResponseCache(tmp_path / "c.sqlite") if persistent else NoCache()
+        server = Server(model, store, kind="generate")
         first = await server.generate(_request("a"))
         later = await server.generate(_request("a", episode=1))  # the first is answered by now
         await server.close()

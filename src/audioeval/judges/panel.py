@@ -34,7 +34,7 @@ from typing import Any
 from audioeval.api_client import EndpointDown
 from audioeval.cache import ResponseStore
 from audioeval.errors import ConfigError, UsageError
-from audioeval.judges.roles import JudgeRole, load_roles
+from audioeval.judges.roles import JudgeRole
 from audioeval.judges.verdicts import OutOfRange
 from audioeval.models import create_model
 from audioeval.models.base import Model
@@ -64,7 +64,10 @@ class JudgePanel:
         self.down: dict[str, str] = {}  # judge id -> why its endpoint was declared down
 
     @classmethod
-    def create(cls, names: list[str], args: list[dict[str, Any]], tasks: list[Any]) -> JudgePanel:
+    def create(
+        cls, names: list[str], args: list[dict[str, Any]], roles_by_task: dict[str, list[JudgeRole]]
+    ) -> JudgePanel:
+        """roles_by_task: the judge roles of each judged task (judges/roles.py load_roles)."""
         judges: list[Judge] = []
         seen: set[str] = set()
         for i, (name, judge_args) in enumerate(zip(names, args, strict=True)):
@@ -81,10 +84,9 @@ class JudgePanel:
             except Exception as err:
                 raise UsageError(f"--judge {name} (judge {i + 1}): {err}") from err
             judges.append(Judge(label, model, sampling))
-        roles = {t.name: load_roles(t.config) for t in tasks if t.config.judge}
-        if not roles:
+        if not roles_by_task:
             log.warning("--judge given, but none of the selected tasks uses a judge")
-        return cls(judges, roles)
+        return cls(judges, roles_by_task)
 
     def attach_cache(self, cache: ResponseStore) -> None:
         self.servers = {
