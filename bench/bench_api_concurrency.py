@@ -122,9 +122,9 @@ def plain_client(base_url: str, concurrency: int, episodes: int) -> None:
     """The ceiling: render and send, nothing else (run in its own process by --plain)."""
     from openai import AsyncOpenAI
 
+    from audioeval.config.registry import TaskRegistry
     from audioeval.models.openai_chat import completion_payload
-    from audioeval.prepared import prepare_tasks
-    from audioeval.registry import TaskRegistry
+    from audioeval.run.prepared import prepare_tasks
 
     registry = TaskRegistry.discover([])
     (task,) = prepare_tasks(

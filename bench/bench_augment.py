@@ -46,7 +46,7 @@ def _timed(fn) -> float:
 def measure(source: str, episodes: int, target: str) -> str:
     from audioeval.augment.episode import augment_episode
     from audioeval.augment.plan import parse_augment
-    from audioeval.builders import make_builder
+    from audioeval.data.builders import make_builder
 
     builder_name, config = SOURCES[source]
     builder = make_builder(builder_name, config, {"n_episodes": episodes, "sampling_rate": 16000})

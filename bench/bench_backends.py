@@ -74,7 +74,7 @@ class AudioevalRunner:
     name = "audioeval hf"
 
     def __init__(self, model_dir: Path) -> None:
-        from audioeval.models import create_model
+        from audioeval.models.registry import create_model
 
         self.model = create_model("hf", {"pretrained": str(model_dir), "audio_placement": "inline"}, 1, 0)
 

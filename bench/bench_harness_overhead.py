@@ -29,7 +29,7 @@ SHOTS = "0,1,3"
 
 def measure_audioeval(n_requests: int) -> dict:
     """One run in this process: returns timing and peak RSS."""
-    from audioeval.run import RunConfig, run_evaluation
+    from audioeval.run.conductor import RunConfig, run_evaluation
 
     episodes = max(1, n_requests // len(SHOTS.split(",")))
     with tempfile.TemporaryDirectory() as tmp:

@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     import transformers
 
-    from audioeval.models import create_model
+    from audioeval.models.registry import create_model
 
     device = "cpu" if args.smoke else "cuda"
     if device == "cuda" and not torch.cuda.is_available():

@@ -21,7 +21,7 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="audioeval-screenshot-"))
     os.environ.setdefault("AUDIOEVAL_CACHE", str(work / "cache"))
 
-    from audioeval.run import RunConfig, run_evaluation
+    from audioeval.run.conductor import RunConfig, run_evaluation
     from audioeval.testing.browser import headless_chromium, unavailable_reason
     from audioeval.viewer.run_folder import RunFolder
     from audioeval.viewer.server import ViewerServer

@@ -80,7 +80,7 @@ def load_results(run_dir: Path) -> dict:
 
 
 def load_samples(run_dir: Path, task: str, drop_volatile: bool = True) -> list[dict]:
-    from audioeval.outputs import VOLATILE_SAMPLE_FIELDS
+    from audioeval.results.outputs import VOLATILE_SAMPLE_FIELDS
 
     records = [json.loads(line) for line in (run_dir / f"samples_{task}.jsonl").read_text().splitlines()]
     if drop_volatile:

@@ -17,19 +17,19 @@ from typing import Any
 
 import datasets
 
-from audioeval.benchmarks.adu import about
-from audioeval.benchmarks.adu.domains import DATASETS
-from audioeval.benchmarks.adu.episodes import (
+from audioeval.benchmarks.adu_bench import about
+from audioeval.benchmarks.adu_bench.domains import DATASETS
+from audioeval.benchmarks.adu_bench.episodes import (
     describe_item,
     episode_to_row,
     hub_features,
     make_episode,
     row_to_episode,
 )
-from audioeval.benchmarks.adu.queries import QueryItem, check_unique, read_query_file
-from audioeval.benchmarks.adu.render import MODES, Variation, choose_variation, render
-from audioeval.benchmarks.adu.upstream import load_clip, read_dataset
-from audioeval.builders import EpisodeBuilder, EpisodeBuilderConfig
+from audioeval.benchmarks.adu_bench.queries import QueryItem, check_unique, read_query_file
+from audioeval.benchmarks.adu_bench.render import MODES, Variation, choose_variation, render
+from audioeval.benchmarks.adu_bench.upstream import load_clip, read_dataset
+from audioeval.data.builders import EpisodeBuilder, EpisodeBuilderConfig
 from audioeval.errors import ConfigError, DataError
 from audioeval.types import AudioClip
 

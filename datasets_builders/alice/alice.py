@@ -29,7 +29,7 @@ from audioeval.benchmarks.alice.episodes import (
 )
 from audioeval.benchmarks.alice.items import PoolEntry, TestItem
 from audioeval.benchmarks.alice.source import AliceSource, open_source
-from audioeval.builders import EpisodeBuilder, EpisodeBuilderConfig
+from audioeval.data.builders import EpisodeBuilder, EpisodeBuilderConfig
 from audioeval.errors import ConfigError, DataError
 
 POOL_CONFIG = "demo_pool"

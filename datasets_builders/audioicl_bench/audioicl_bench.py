@@ -2,7 +2,7 @@
 In-Context Learning"): nine in-context tasks whose rule is resampled per episode, plus the single-letter
 Morse ablation.
 
-Configs: those of audioeval.benchmarks.audioicl.configs, each built by one generator family below.
+Configs: those of audioeval.benchmarks.audioicl_bench.configs, each built by one generator family below.
 """
 
 from __future__ import annotations
@@ -15,18 +15,18 @@ from typing import Any
 
 import datasets
 
-from audioeval.benchmarks.audioicl import about, anomaly, count, length, morse, operator, remap
-from audioeval.benchmarks.audioicl.common import Settings
-from audioeval.benchmarks.audioicl.configs import CONFIGS
-from audioeval.benchmarks.audioicl.sounds.corpora import (
+from audioeval.benchmarks.audioicl_bench import about, anomaly, count, length, morse, operator, remap
+from audioeval.benchmarks.audioicl_bench.common import Settings
+from audioeval.benchmarks.audioicl_bench.configs import CONFIGS
+from audioeval.benchmarks.audioicl_bench.sounds.corpora import (
     DistractorCorpus,
     MachineCorpus,
     OneShotCorpus,
     SpokenDigitCorpus,
 )
-from audioeval.benchmarks.audioicl.sounds.morse import MorseStyle
-from audioeval.benchmarks.audioicl.sources import Digits, Distractors, Machines, OneShots
-from audioeval.builders import EpisodeBuilder, EpisodeBuilderConfig
+from audioeval.benchmarks.audioicl_bench.sounds.morse import MorseStyle
+from audioeval.benchmarks.audioicl_bench.sources import Digits, Distractors, Machines, OneShots
+from audioeval.data.builders import EpisodeBuilder, EpisodeBuilderConfig
 from audioeval.errors import ConfigError, DataError, unknown_name_message
 
 WORD_LIST = Path(__file__).resolve().parent / "words5.txt"

@@ -1,8 +1,9 @@
 """audioeval: an evaluation harness for large audio-language models."""
 
-from audioeval import load_by_name as _load_by_name
+from audioeval.data import by_name as _by_name
+from audioeval.version import __version__
 
-__version__ = "0.1.0"
+__all__ = ["__version__"]
 
 # `datasets.load_dataset("<benchmark>", ...)` by name: wired up when `datasets` is imported (nothing heavy here)
-_load_by_name.install()
+_by_name.install()

@@ -11,6 +11,7 @@ import os
 import sys
 import traceback
 
+from audioeval.augment.arguments import add_augment_arguments
 from audioeval.errors import AudioEvalError, TasksUnscored, UsageError
 from audioeval.kvargs import parse_kv
 from audioeval.redact import RedactingFilter, redact_text
@@ -61,13 +62,13 @@ def run_parser() -> argparse.ArgumentParser:
         "the real corpora the builders read and downloads them.",
     )
     p.add_argument(
-        "--tasks", "-t", required=True, help="comma list of tasks or groups; `--tasks list` shows them all"
+        "--tasks", "-t", help="comma list of tasks or groups (required); `--tasks list` shows them all"
     )
     p.add_argument(
         "--model",
         "-m",
-        help="model backend, e.g. hf, openai, vllm, cascade, chance, dsp-oracle (default: the offline `chance` "
-        "baseline, with a notice)",
+        help="model backend, e.g. hf, openai, vllm, cascade, chance; `--model list` shows them all "
+        "(default: the offline `chance` baseline, with a notice)",
     )
     p.add_argument("--model_args", "-a", default="", help="backend arguments: key=value,key2=value2")
     p.add_argument(
@@ -100,23 +101,6 @@ def run_parser() -> argparse.ArgumentParser:
     return p
 
 
-def add_augment_arguments(p: argparse.ArgumentParser) -> None:
-    """--augment and --augment_target, shared by runs and `audioeval build`."""
-    p.add_argument(
-        "--augment",
-        action="append",
-        default=[],
-        metavar="NAME[=LEVEL,...]",
-        help="degrade the clips with a transform (repeat to chain; several levels make a sweep, each "
-        "evaluated beside the clean run), e.g. noise_snr=30,20,10,0; `--augment list` shows them all",
-    )
-    p.add_argument(
-        "--augment_target",
-        default="query",
-        help="which clips --augment degrades: query (default), demos or all",
-    )
-
-
 def setup_logging(verbosity: str) -> None:
     level = getattr(logging, verbosity.upper(), logging.INFO)
     if _rank() != 0:
@@ -140,8 +124,16 @@ def cmd_run(argv: list[str]) -> int:
         raise UsageError(
             f"--bootstrap_iters must be 0 (no confidence intervals) or more resamples, got {args.bootstrap_iters}."
         )
+    if args.model == "list":
+        from audioeval.models.registry import listing, use_backend_folders
+
+        use_backend_folders(args.include_path)
+        print(listing())
+        return 0
+    if not args.tasks:
+        raise UsageError("--tasks is required: a comma list of tasks or groups (`--tasks list` shows them).")
     if args.tasks.strip() == "list":
-        from audioeval.registry import TaskRegistry
+        from audioeval.config.registry import TaskRegistry
 
         print(TaskRegistry.discover(args.include_path).listing())
         return 0
@@ -159,7 +151,7 @@ def cmd_run(argv: list[str]) -> int:
             "(or openai, vllm; see README.md, Models).",
             DEFAULT_MODEL,
         )
-    from audioeval.run import RunConfig, run_evaluation
+    from audioeval.run.conductor import RunConfig, run_evaluation
 
     judges = [j.strip() for spec in args.judge for j in spec.split(",") if j.strip()]
     judge_args = [parse_kv(a, "--judge_args") for a in args.judge_args]
@@ -220,12 +212,12 @@ def main(argv: list[str] | None = None) -> int:
     debug = "DEBUG" in argv
     try:
         if argv and argv[0] in ("build", "push"):
-            from audioeval.hub import cmd_build, cmd_push
+            from audioeval.data.hub import cmd_build, cmd_push
 
             setup_logging("DEBUG" if debug else "INFO")
             return cmd_build(argv[1:]) if argv[0] == "build" else cmd_push(argv[1:])
         if argv and argv[0] == "corpora":
-            from audioeval.corpora.cli import cmd_corpora
+            from audioeval.data.corpora.cli import cmd_corpora
 
             setup_logging("DEBUG" if debug else "INFO")
             return cmd_corpora(argv[1:])

@@ -17,10 +17,10 @@ from audioeval.augment.catalogue import TRANSFORMS
 from audioeval.augment.episode import augment_episode, on_grid
 from audioeval.augment.noises import measured_snr_db
 from audioeval.augment.plan import Condition, parse_augment
-from audioeval.augment.robustness import paired_drop
-from audioeval.builders import make_builder
+from audioeval.data.builders import make_builder
 from audioeval.errors import UsageError
-from audioeval.stats import Aggregation
+from audioeval.results.robustness import paired_drop
+from audioeval.results.stats import Aggregation
 from tests.conftest import TOY, run_cli
 
 TOY_BUILDER = str(TOY / "toy_tones.py")
@@ -171,9 +171,9 @@ def test_targets_pick_the_clips(toy):
 
 
 def test_a_degraded_request_differs_from_the_clean_one_in_its_audio_only(toy_dir):
-    from audioeval.augment.sweep import with_conditions
-    from audioeval.prepared import prepare_tasks
-    from audioeval.registry import TaskRegistry
+    from audioeval.config.registry import TaskRegistry
+    from audioeval.run.conditions import with_conditions
+    from audioeval.run.prepared import prepare_tasks
     from audioeval.types import TextPart
 
     registry = TaskRegistry.discover([str(toy_dir)])

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from audioeval.augment.episode import recorded_episode
-from audioeval.builders import make_builder, row_to_episode
+from audioeval.data.builders import make_builder, row_to_episode
 from tests.conftest import TOY, latest_run, load_results, load_samples, run_cli, run_two_processes
 
 SWEEP = ["--augment", "noise_snr=20,5", "--augment_target", "all"]

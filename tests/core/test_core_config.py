@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from audioeval.config import load_task_config
+from audioeval.config.registry import TaskRegistry
+from audioeval.config.task import load_task_config
 from audioeval.errors import ConfigError, UsageError
 from audioeval.kvargs import parse_kv
-from audioeval.prepared import preflight, prepare_tasks
-from audioeval.registry import TaskRegistry
+from audioeval.run.prepared import preflight, prepare_tasks
 from tests.conftest import run_cli
 
 
@@ -202,7 +202,7 @@ def test_without_model_the_chance_baseline_runs_with_a_notice(toy_dir):
 
 
 def _chance():
-    from audioeval.models import get_model_class
+    from audioeval.models.registry import get_model_class
 
     return get_model_class("chance")
 

@@ -11,12 +11,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from audioeval.aggregate import aggregate_facets, aggregate_group_facets, aggregate_groups, aggregate_task
-from audioeval.config import GroupConfig, load_task_config
+from audioeval.config.registry import TaskRegistry
+from audioeval.config.task import GroupConfig, load_task_config
 from audioeval.errors import ConfigError
-from audioeval.registry import TaskRegistry
-from audioeval.score_rows import ScoreRow, facet_values
-from audioeval.stats import Aggregation, stable_seed, summarize
+from audioeval.results.aggregate import (
+    aggregate_facets,
+    aggregate_group_facets,
+    aggregate_groups,
+    aggregate_task,
+)
+from audioeval.results.score_rows import ScoreRow, facet_values
+from audioeval.results.stats import Aggregation, summarize
+from audioeval.seeds import stable_seed
 from tests.conftest import latest_run, load_results, load_samples, run_cli
 
 
@@ -143,7 +149,7 @@ def test_a_pooled_group_facet_is_the_plain_mean_over_all_its_tasks_samples():
 
 
 def test_facet_aggregation_of_a_group_is_checked(tmp_path):
-    from audioeval.config import load_group_config
+    from audioeval.config.task import load_group_config
 
     path = tmp_path / "g.yaml"
     path.write_text("group: g\ntask: [a]\nfacet_aggregation: pooled\n")
@@ -226,7 +232,7 @@ def test_registry_tasks_declare_facets_the_adu_report_needs():
 
 
 def test_facet_draws_are_kept_only_for_groups_that_average_task_facets():
-    from audioeval.aggregate import needs_facet_draws
+    from audioeval.results.aggregate import needs_facet_draws
 
     class Pooled(TwoTaskRegistry):
         groups = {"g": GroupConfig("g", None, ["t1", "t2"], facet_aggregation="pooled_mean")}

@@ -16,10 +16,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from audioeval.cache import CacheEntry, ResponseCache
+from audioeval.config.registry import TaskRegistry
 from audioeval.errors import AudioEvalError, ConfigError
-from audioeval.outputs import INCOMPLETE_MARKER
-from audioeval.registry import TaskRegistry
+from audioeval.results.outputs import INCOMPLETE_MARKER
+from audioeval.run.cache import CacheEntry, ResponseCache
 from audioeval.testing.fake_openai import FakeOpenAIServer, Fault
 from tests.conftest import latest_run, load_results, run_cli
 
@@ -97,7 +97,7 @@ def test_judged_tasks_without_a_judge_are_warned_at_start(tmp_path):
 
 
 def test_alice_without_a_judge_names_its_chain_of_thought_tasks():
-    from audioeval.run_health import unjudged_warning
+    from audioeval.results.run_health import unjudged_warning
 
     registry = TaskRegistry.discover()
     names, _ = registry.select("alice")
@@ -291,7 +291,7 @@ def test_bad_values_are_one_line_errors(extra, message):
 
 
 def test_model_arguments_are_checked_before_any_task_is_prepared(monkeypatch):
-    import audioeval.run as run_module
+    import audioeval.run.conductor as run_module
 
     def no_preparation(*args, **kwargs):
         raise AssertionError("tasks were prepared before the model arguments were checked")
@@ -387,8 +387,8 @@ def test_builder_kwargs_a_builder_does_not_read_are_errors(tmp_path):
 
 # --- 13. include across folders; one broken file ------------------------------------------------------------
 def test_including_a_builtin_task_from_another_folder_resolves_its_templates(tmp_path):
-    from audioeval.prepared import prepare_tasks
     from audioeval.resources import tasks_dir
+    from audioeval.run.prepared import prepare_tasks
 
     builtin = tasks_dir() / "audioicl_bench" / "audioicl_audio_count.yaml"
     (tmp_path / "my_count.yaml").write_text(f"include: {builtin}\ntask: my_count\ngroup: []\n")
@@ -407,7 +407,7 @@ def test_including_a_builtin_task_from_another_folder_resolves_its_templates(tmp
     )
     (request, _), *_ = task.requests_for(task.episode(0))  # the template's {% import %} resolves too
     assert "[Demo 1]" in request.messages[-1].text or request.messages
-    from audioeval.judges.roles import load_roles
+    from audioeval.config.judge_roles import load_roles
 
     roles = load_roles(registry.tasks["my_judged"])
     assert {r.template_path for r in roles} == {

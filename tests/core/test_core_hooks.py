@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from audioeval.config import load_task_config
+from audioeval.config.judge_roles import load_roles
+from audioeval.config.parsers import PARSERS, get_parser
+from audioeval.config.task import load_task_config
 from audioeval.errors import ConfigError
-from audioeval.judges.roles import load_roles
-from audioeval.parsers import PARSERS, get_parser
-from audioeval.scoring import TaskScorer
+from audioeval.results.scoring import TaskScorer
 from tests.conftest import run_cli
 
 
@@ -25,7 +25,7 @@ def task_file(folder: Path, toy_dir: Path, extra: str, name: str = "hooked") -> 
 
 def test_the_three_forms_resolve(toy_dir):
     assert get_parser("first_line")("high\nmore") == "high"  # registered
-    assert get_parser("audioeval.parsers.common:first_line")("high\nmore") == "high"  # module:function
+    assert get_parser("audioeval.config.parsers.common:first_line")("high\nmore") == "high"  # module:function
     parse = get_parser("./toy_hooks.py:parse_tone", base_dir=toy_dir)  # a file beside the YAML
     assert parse("it was LOW") == "low" and parse("dunno") is None
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from audioeval.builders import make_builder
-from audioeval.card import read_card
+from audioeval.data.builders import make_builder
+from audioeval.data.card import read_card
 from tests.conftest import TOY, run_cli
 
 BUILDER = str(TOY / "toy_tones.py")
@@ -37,7 +37,7 @@ def test_build_round_trip_through_load_dataset(tmp_path):
 
 
 def test_failed_build_leaves_nothing(tmp_path, monkeypatch):
-    from audioeval.builders import load_builder_class
+    from audioeval.data.builders import load_builder_class
 
     cls = load_builder_class(BUILDER)
     original = cls.episode

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from audioeval.config import load_task_config
+from audioeval.config.task import load_task_config
+from audioeval.config.templates import ClipHandle, PromptRenderer
 from audioeval.errors import ConfigError
-from audioeval.templates import ClipHandle, PromptRenderer
 from audioeval.types import AudioClip, AudioPart
 
 

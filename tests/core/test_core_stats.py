@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from audioeval.stats import Aggregation, summarize, summarize_group
+from audioeval.results.stats import Aggregation, summarize, summarize_group
 
 
 def test_mean_stderr_and_ci_for_binary_scores():

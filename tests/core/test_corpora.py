@@ -1,5 +1,5 @@
 """`audioeval corpora`: the listing, downloads checked by checksum and layout before they are declared ready, and
-nothing half-written left behind. The network boundary (audioeval.corpora.remote) is replaced by local folders
+nothing half-written left behind. The network boundary (audioeval.data.corpora.remote) is replaced by local folders
 laid out like the remote."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from audioeval.corpora import remote
+from audioeval.data.corpora import remote
 from audioeval.errors import DataError
 from tests.alice_testutil import isolated_cache, tone_wav, write_layout  # noqa: F401
 from tests.conftest import run_cli

@@ -10,7 +10,7 @@ from pathlib import Path
 import datasets
 import pytest
 
-from audioeval.dataset_location import content_digest
+from audioeval.data.stored import content_digest
 from tests.alice_testutil import isolated_cache, write_layout  # noqa: F401
 from tests.conftest import TOY, latest_run, load_results, load_samples, run_cli
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from audioeval.builders import builder_config_names, builder_names, load_builder_class, make_builder
-from audioeval.card import feature_paths
+from audioeval.data.builders import builder_config_names, builder_names, load_builder_class, make_builder
+from audioeval.data.card import feature_paths
 from tests.alice_testutil import isolated_cache, write_layout  # noqa: F401
 from tests.conftest import run_cli
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import socket
 
-from audioeval.judges.verdicts import OutOfRange, result_text, score_0_10, yes_no
+from audioeval.config.verdicts import OutOfRange, result_text, score_0_10, yes_no
 from audioeval.testing.fake_openai import FakeOpenAIServer, Fault, prompt_text
 from tests.conftest import latest_run, load_results, load_samples, run_cli
 

@@ -42,7 +42,7 @@ ds = datasets.load_dataset("audioicl_bench", "audio_count", split="test", n_epis
 out["audioicl"] = digest(ds.data.table.to_pylist())
 out["audioicl_source"] = json.loads(ds[0]["metadata"])["sound"]["source"]
 if mode == "offline":
-    from audioeval.builders import load_builder_class
+    from audioeval.data.builders import load_builder_class
     cls = load_builder_class("audioicl_bench")
     made, original = [], cls.episode
     def counting(self, index):

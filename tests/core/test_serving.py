@@ -10,16 +10,16 @@ import socket
 
 import pytest
 
-from audioeval import api_client
-from audioeval.api_client import EndpointDown
-from audioeval.cache import ResponseCache
-from audioeval.concurrency import AdaptiveLimit
-from audioeval.endpoint_stats import EndpointStats
+import audioeval.models.api.client as api_client
 from audioeval.errors import UsageError
+from audioeval.models.api.client import EndpointDown
+from audioeval.models.api.concurrency import AdaptiveLimit
 from audioeval.models.base import Model
+from audioeval.models.endpoint_stats import EndpointStats
 from audioeval.models.openai_chat import OpenAIChatModel
-from audioeval.outputs import SampleLog
-from audioeval.serving import Server
+from audioeval.results.outputs import SampleLog
+from audioeval.run.cache import ResponseCache
+from audioeval.run.serving import Server
 from audioeval.testing.fake_openai import FakeOpenAIServer, Fault
 from audioeval.types import Message, Request, RequestId, Response, TextPart
 
@@ -80,7 +80,7 @@ def test_a_request_answered_earlier_in_the_run_is_not_sent_again(tmp_path, persi
     """With or without --no_cache, whether an identical request is re-sent must not depend on whether its twin
     is still in flight (timing), so the run's own answers are reused; they are not counted as cache hits,
     which are responses of a previous run."""
-    from audioeval.cache import NoCache
+    from audioeval.run.cache import NoCache
 
     async def run(model):
         store = ResponseCache(tmp_path / "c.sqlite") if persistent else NoCache()
@@ -97,7 +97,7 @@ def test_a_request_answered_earlier_in_the_run_is_not_sent_again(tmp_path, persi
 
 
 def test_a_batch_backend_gets_length_sorted_chunks_of_its_batch_size(tmp_path):
-    from audioeval.cache import NoCache
+    from audioeval.run.cache import NoCache
 
     model = RecordingModel(batch_size=2)
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from audioeval.config import REQUIRED, TASK_SCHEMA, TaskConfig, load_task_config, schema_markdown
+from audioeval.config.registry import TaskRegistry
+from audioeval.config.task import REQUIRED, TASK_SCHEMA, TaskConfig, load_task_config, schema_markdown
 from audioeval.errors import AudioEvalError, ConfigError
-from audioeval.registry import TaskRegistry
 
 ROOT = Path(__file__).resolve().parents[2]
 TOY = ROOT / "tests" / "fixtures" / "toy"

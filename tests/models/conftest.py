@@ -15,7 +15,7 @@ def tiny_models(tmp_path_factory):
 @pytest.fixture(scope="session")
 def hf_models(tiny_models):
     """One loaded `hf` backend per family, shared by the tests (loading is the slow part)."""
-    from audioeval.models import create_model
+    from audioeval.models.registry import create_model
 
     cache = {}
 

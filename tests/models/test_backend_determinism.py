@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from audioeval.audio import speech
-from audioeval.models import create_model
+from audioeval.models.registry import create_model
 from audioeval.testing.fake_openai import FakeOpenAIServer, prompt_text
 from audioeval.types import AudioClip, AudioPart, Message, Request, RequestId, TextPart
 from tests.conftest import latest_run, load_samples

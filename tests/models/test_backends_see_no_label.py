@@ -14,12 +14,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from audioeval.cache import ResponseCache
-from audioeval.models import MODEL_REGISTRY, create_model
+from audioeval.config.registry import TaskRegistry
 from audioeval.models.base import Model, StreamingModel
-from audioeval.prepared import preflight, prepare_tasks
-from audioeval.registry import TaskRegistry
-from audioeval.serving import Server
+from audioeval.models.registry import create_model, model_names
+from audioeval.run.cache import ResponseCache
+from audioeval.run.prepared import preflight, prepare_tasks
+from audioeval.run.serving import Server
 from audioeval.types import Request, Response
 
 POISON = "POISONED-QUERY-LABEL"
@@ -149,7 +149,7 @@ def test_the_spies_would_see_a_label_left_in_the_view(request_pairs):
     assert _holds_poison(dataclasses.replace(bad.for_backend(), shown=leaky))
 
 
-@pytest.mark.parametrize("name", sorted(set(MODEL_REGISTRY) - NOT_OFFLINE))
+@pytest.mark.parametrize("name", sorted(set(model_names()) - NOT_OFFLINE))
 def test_every_offline_backend_answers_the_same_without_the_query_label(tasks, request_pairs, tmp_path, name):
     model = create_model(name, {}, batch_size=4, seed=0)
     usable = [

@@ -45,7 +45,7 @@ def _run(toy_dir, tmp_path, model, *extra):
 
 
 def test_demo_majority_answers_the_most_frequent_demo_label(toy_dir, tmp_path):
-    from audioeval.builders import make_builder
+    from audioeval.data.builders import make_builder
 
     _, samples = _run(toy_dir, tmp_path, "demo-majority")
     builder = make_builder(str(toy_dir / "toy_tones.py"), "tones", {"n_episodes": 12, "seed": 0})

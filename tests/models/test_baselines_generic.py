@@ -7,10 +7,10 @@ from __future__ import annotations
 import string
 from pathlib import Path
 
-from audioeval.builders import make_builder
-from audioeval.models import create_model
+from audioeval.data.builders import make_builder
 from audioeval.models.baselines.examples import examples_of
-from audioeval.run import RunConfig, run_evaluation
+from audioeval.models.registry import create_model
+from audioeval.run.conductor import RunConfig, run_evaluation
 from audioeval.types import Request, RequestId, ShownEpisode
 from tests.conftest import load_samples
 

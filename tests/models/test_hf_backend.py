@@ -110,7 +110,7 @@ def test_greedy_even_when_the_checkpoint_samples_by_default(hf_models, tiny_mode
     import json
     import shutil
 
-    from audioeval.models import create_model
+    from audioeval.models.registry import create_model
 
     folder = tmp_path / "sampling_default"
     shutil.copytree(tiny_models["qwen2_audio"], folder)

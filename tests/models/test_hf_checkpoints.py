@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from audioeval.errors import ModelError
-from audioeval.models import create_model
 from audioeval.models.hf.checkpoint import fingerprint
 from audioeval.models.hf.frontend import AudioChatFrontend
+from audioeval.models.registry import create_model
 
 
 def _copy(tiny_models, family, tmp_path):
@@ -103,7 +103,7 @@ def test_fingerprint_samples_large_weight_files(tmp_path):
 def test_missing_transformers_names_the_hf_extra(monkeypatch):
     import sys
 
-    from audioeval.models import get_model_class
+    from audioeval.models.registry import get_model_class
 
     monkeypatch.setitem(sys.modules, "transformers", None)  # import transformers raises ImportError
     monkeypatch.delitem(sys.modules, "audioeval.models.hf.model", raising=False)

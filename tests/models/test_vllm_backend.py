@@ -11,8 +11,8 @@ import pytest
 from model_test_helpers import tone, user_request
 
 from audioeval.errors import ModelError
-from audioeval.models import create_model
 from audioeval.models.hf.frontend import AudioChatFrontend
+from audioeval.models.registry import create_model
 
 TOY = Path(__file__).resolve().parents[1] / "fixtures" / "toy"
 
@@ -62,8 +62,8 @@ def test_missing_vllm_names_the_extra(monkeypatch, tiny_models):
 
 
 def _toy_tasks():
-    from audioeval.prepared import prepare_tasks
-    from audioeval.registry import TaskRegistry
+    from audioeval.config.registry import TaskRegistry
+    from audioeval.run.prepared import prepare_tasks
 
     registry = TaskRegistry.discover([str(TOY)])
     names, _groups = registry.select("toy_tones")

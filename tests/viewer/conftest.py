@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from audioeval.run import RunConfig, run_evaluation
+from audioeval.run.conductor import RunConfig, run_evaluation
 from audioeval.testing.fake_openai import FakeOpenAIServer, prompt_text
 
 TOY = Path(__file__).resolve().parents[1] / "fixtures" / "toy"

@@ -21,7 +21,7 @@ import numpy as np
 from audioeval.audio import distractors
 from audioeval.audio.dsp import EPS
 from audioeval.audio.speech import FEMALE_VARIANTS, MALE_VARIANTS, synthesize
-from audioeval.stats import stable_seed
+from audioeval.seeds import stable_seed
 
 # Our own sentences, spoken by the babble talkers (content does not matter, only that it is speech).
 BABBLE_SENTENCES = (

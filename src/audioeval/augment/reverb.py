@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from audioeval.audio.dsp import lowpass
-from audioeval.stats import stable_seed
+from audioeval.seeds import stable_seed
 
 IR_BANK_SIZE = 8
 IR_VERSION = "v1"

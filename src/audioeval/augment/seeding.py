@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from audioeval.stats import stable_seed
+from audioeval.seeds import stable_seed
 
 _GLOBAL_RNG_LOCK = threading.Lock()
 

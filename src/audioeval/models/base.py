@@ -15,9 +15,9 @@ import inspect
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
-from audioeval.endpoint_stats import EndpointStats
 from audioeval.errors import ModelError, UsageError, unknown_name_message
 from audioeval.kvargs import annotation_kind, check_declared, kind_error
+from audioeval.models.endpoint_stats import EndpointStats
 from audioeval.models.generation import LOCAL_GEN_KWARGS
 from audioeval.types import Request, Response
 

@@ -71,7 +71,7 @@ class CascadeModel(Model):
         **stage_args: Any,
     ) -> None:
         super().__init__(batch_size=batch_size, seed=seed)
-        from audioeval.models import create_model
+        from audioeval.models.registry import create_model
 
         check_format(transcript_format)
         args = {"asr": asr, "llm": llm, "llm_model": llm_model, **stage_args}
@@ -88,7 +88,7 @@ class CascadeModel(Model):
 
     @classmethod
     def check_args(cls, model_args: dict[str, Any]) -> None:
-        from audioeval.models import get_model_class
+        from audioeval.models.registry import get_model_class
 
         asr, asr_args, llm, llm_args = split_args(model_args)
         if model_args.get("transcript_format") is not None:
@@ -104,7 +104,7 @@ class CascadeModel(Model):
 
     @classmethod
     def code_modules(cls, model_args: dict[str, Any]) -> list[str]:
-        from audioeval.models import get_model_class
+        from audioeval.models.registry import get_model_class
 
         asr, asr_args, llm, llm_args = split_args(model_args)
         stages = [get_model_class(asr).code_modules(asr_args), get_model_class(llm).code_modules(llm_args)]
@@ -113,7 +113,7 @@ class CascadeModel(Model):
     @classmethod
     def check_gen_kwargs(cls, gen_kwargs: dict[str, Any], source: str, model_args: dict[str, Any]) -> None:
         """Generation settings go to the text stage, so they are its to declare."""
-        from audioeval.models import get_model_class
+        from audioeval.models.registry import get_model_class
 
         _asr, _asr_args, llm, llm_args = split_args(model_args)
         get_model_class(llm).check_gen_kwargs(gen_kwargs, source, llm_args)

@@ -11,9 +11,9 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
-from audioeval.api_client import ChatClient, EndpointSettings
 from audioeval.audio.wav import encode_wav
 from audioeval.errors import ModelError
+from audioeval.models.api.client import ChatClient, EndpointSettings
 from audioeval.models.base import StreamingModel
 from audioeval.models.generation import LOCAL_GEN_KWARGS
 from audioeval.types import AudioClip, AudioPart, Message, Request, Response, TextPart

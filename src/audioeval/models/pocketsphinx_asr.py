@@ -5,7 +5,7 @@ As a model it answers each request with the transcript of the query audio (the e
 the request carries its episode, else every clip in the request, in order), for ASR tasks and as the first
 stage of `--model cascade`. Audio is resampled to 16 kHz mono PCM16, padded with a little silence so the
 first and last words are not clipped. It recognises English only; expect rough transcripts of synthetic
-voices (see docs/adu_bench.md for measured error rates).
+voices (the benchmarks' docs give measured error rates).
 
 The decoder's front end adapts to what it has heard (cepstral mean, noise estimate), so a reused decoder would
 transcribe a clip differently depending on the clips decoded before it. Every utterance therefore starts from

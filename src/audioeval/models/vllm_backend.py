@@ -19,7 +19,7 @@ from audioeval.errors import ModelError
 from audioeval.models.base import Model
 from audioeval.models.generation import GenerationSettings, read_settings
 from audioeval.models.hf.frontend import AudioChatFrontend
-from audioeval.stats import stable_seed
+from audioeval.seeds import stable_seed
 from audioeval.types import Request, Response
 
 log = logging.getLogger("audioeval")

@@ -14,7 +14,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
-from audioeval import __version__
+from audioeval.version import __version__
 from audioeval.viewer.run_folder import RunFolder
 
 FileLink = Callable[[str], str]  # report file name -> the URL the page uses for it

@@ -18,8 +18,8 @@ from typing import Any
 
 from audioeval.audio.wav import encode_wav
 from audioeval.augment.episode import recorded_episode
-from audioeval.builders import EpisodeBuilder, builder_names, make_builder
-from audioeval.dataset_episodes import open_episodes
+from audioeval.data.builders import EpisodeBuilder, builder_names, make_builder
+from audioeval.data.stored_episodes import open_episodes
 from audioeval.errors import AudioEvalError
 from audioeval.types import AudioClip
 

@@ -17,9 +17,9 @@ from audioeval.benchmarks.alice.demos import (
     realign_repeat_answer,
     replace_quoted_phrase,
 )
-from audioeval.builders import make_builder
-from audioeval.registry import TaskRegistry
-from audioeval.templates import PromptRenderer
+from audioeval.config.registry import TaskRegistry
+from audioeval.config.templates import PromptRenderer
+from audioeval.data.builders import make_builder
 from audioeval.types import AudioPart, TextPart
 from tests.alice_testutil import isolated_cache  # noqa: F401
 

@@ -1,5 +1,5 @@
 """Format-compliance checkers: Speech-IFEval's modified IFEval rules, strict and loose, and the
-format_compliance metric module."""
+alice_format_compliance metric module."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from audioeval.benchmarks.alice.checkers import (
 )
 from audioeval.benchmarks.alice.sentences import count_sentences, english_punkt
 from audioeval.resources import metrics_dir
-from audioeval.scoring import load_metric
+from audioeval.results.scoring import load_metric
 from tests.alice_testutil import isolated_cache  # noqa: F401
 
 
@@ -327,7 +327,7 @@ def test_bad_responses_are_scored_not_crashes(response):
 # --- the evaluate module -----------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def metric():
-    return load_metric(metrics_dir() / "format_compliance")
+    return load_metric(metrics_dir() / "alice_format_compliance")
 
 
 def test_metric_standalone_with_explicit_constraints(metric):

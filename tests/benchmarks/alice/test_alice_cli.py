@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from audioeval.builders import make_builder
 from audioeval.cli import main
+from audioeval.data.builders import make_builder
 from audioeval.models.base import Model
 from audioeval.types import Request, Response
 from tests.alice_testutil import isolated_cache  # noqa: F401
@@ -115,9 +115,9 @@ class BadModel(Model):
 
 
 def test_bad_responses_are_scored_or_counted_never_lost(tmp_path, monkeypatch):
-    from audioeval import models
+    import audioeval.models.registry as models
 
-    monkeypatch.setitem(models.MODEL_REGISTRY, "bad", (__name__, "BadModel", None))
+    monkeypatch.setitem(models.CORE_BACKENDS, "bad", models.Backend(f"{__name__}:BadModel", "test"))
     tasks = "alice_s1_ser_ceq,alice_s1_asr_ceq,alice_s1_mmau_cot"
     run_dir = _run(tmp_path, "--tasks", tasks, "--model", "bad", "--limit", "7", "--num_fewshot", "0,1")
     results = json.loads((run_dir / "results.json").read_text())["results"]

@@ -14,10 +14,10 @@ from audioeval.benchmarks.alice.wer import (
     whisper_basic_normalize,
     word_errors,
 )
-from audioeval.parsers import get_parser
-from audioeval.registry import TaskRegistry
+from audioeval.config.parsers import get_parser
+from audioeval.config.registry import TaskRegistry
 from audioeval.resources import metrics_dir
-from audioeval.scoring import SampleToScore, TaskScorer, load_metric
+from audioeval.results.scoring import SampleToScore, TaskScorer, load_metric
 from tests.alice_testutil import isolated_cache  # noqa: F401
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from audioeval.run import RunConfig, run_evaluation
+from audioeval.run.conductor import RunConfig, run_evaluation
 from audioeval.testing.fake_openai import FakeOpenAIServer, Fault, prompt_text
 from tests.alice_testutil import isolated_cache  # noqa: F401
 

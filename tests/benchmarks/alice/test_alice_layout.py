@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from audioeval.builders import make_builder
+from audioeval.data.builders import make_builder
 from audioeval.errors import DataError
 from tests.alice_testutil import CAPITAL, END, REPEAT, isolated_cache, tone_wav, write_layout  # noqa: F401
 

@@ -16,7 +16,7 @@ from audioeval.benchmarks.alice.upstream import answer_matches_upstream, extract
 from audioeval.cli import main
 from audioeval.models.base import Model
 from audioeval.resources import metrics_dir
-from audioeval.scoring import load_metric
+from audioeval.results.scoring import load_metric
 from audioeval.types import Request, Response
 from tests.alice_testutil import isolated_cache  # noqa: F401
 
@@ -114,9 +114,11 @@ def _accuracy(tmp_path: Path, scoring: str) -> dict:
 
 
 def test_run_with_upstream_scoring_reproduces_the_title_bug(tmp_path, monkeypatch):
-    from audioeval import models
+    import audioeval.models.registry as models
 
-    monkeypatch.setitem(models.MODEL_REGISTRY, "titled-oracle", (__name__, "TitledOracle", None))
+    monkeypatch.setitem(
+        models.CORE_BACKENDS, "titled-oracle", models.Backend(f"{__name__}:TitledOracle", "test")
+    )
     fixed, upstream = _accuracy(tmp_path, "fixed"), _accuracy(tmp_path, "upstream")
     assert fixed["accuracy"] == 1.0
     # one item in seven is a title item: upstream deletes its answer; format compliance is the same

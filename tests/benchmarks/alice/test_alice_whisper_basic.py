@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from audioeval.benchmarks.alice.whisper_basic import BasicTextNormalizer
-from audioeval.requirements import needs_of_files
 from audioeval.resources import metrics_dir
+from audioeval.run.requirements import needs_of_files
 
 SAMPLES = [
     "Hello, World! It's 3:45 p.m. (roughly) [noise] <unk>",

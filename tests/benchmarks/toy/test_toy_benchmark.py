@@ -93,3 +93,33 @@ def test_the_core_names_none_of_the_folders_pieces():
     for path in src.rglob("*.py"):
         text = path.read_text(encoding="utf-8")
         assert "toy_hooks" not in text and "toy_bench" not in text, path
+
+
+def test_the_folder_registers_its_own_baseline_by_name(toy_dir, tmp_path):
+    """`toy-pitch` comes from the folder's backends.py: listed by `--model list` with this --include_path only,
+    and run by name like any backend; it reads the tone, so it is right on every episode."""
+    code, out, _ = run_cli(["--model", "list", "--include_path", str(toy_dir)])
+    assert code == 0
+    assert any(line.startswith("toy-pitch ") and "pitch" in line for line in out.splitlines())
+    code, out, err = run_cli(
+        [
+            *("--tasks", TASK, "--include_path", str(toy_dir), "--model", "toy-pitch"),
+            *(
+                "--output_path",
+                str(tmp_path / "out"),
+                "--no_cache",
+                "--no_progress",
+                "--bootstrap_iters",
+                "0",
+            ),
+        ]
+    )
+    assert code == 0, err
+    results = load_results(latest_run(tmp_path / "out"))
+    assert results["model"]["name"] == "toy-pitch"
+    assert {scores["accuracy"] for scores in results["results"][TASK].values()} == {1.0}
+
+
+def test_a_backend_name_is_unknown_without_its_folder():
+    code, out, err = run_cli(["--tasks", TASK, "--model", "toy-pitch"])
+    assert code == 2 and "unknown model 'toy-pitch'" in err and "--model list" in err

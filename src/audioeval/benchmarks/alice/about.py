@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from audioeval.about import BenchmarkAbout, Corpus, Download
 from audioeval.benchmarks.alice.layout import SpeechIFEvalData, resolve_paths
 from audioeval.benchmarks.alice.source import LocalSource
+from audioeval.data.about import BenchmarkAbout, Corpus, Download
 
 
 def _check_copy(root: Path) -> None:

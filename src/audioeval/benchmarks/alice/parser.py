@@ -8,7 +8,7 @@ from audioeval.benchmarks.alice import constraints as C
 from audioeval.benchmarks.alice.checkers import as_text
 from audioeval.benchmarks.alice.extract import extract_answer
 from audioeval.benchmarks.alice.upstream import extract_answer_upstream, scoring_mode
-from audioeval.parsers import register
+from audioeval.config.parsers import register
 
 
 @register("alice_answer")

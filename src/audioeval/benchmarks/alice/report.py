@@ -22,8 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from audioeval.reports import ReportContext, benchmark_tasks, register
-from audioeval.stats import Aggregation, stable_seed, summarize
+from audioeval.results.reports import ReportContext, benchmark_tasks, register
+from audioeval.results.stats import Aggregation, summarize
+from audioeval.seeds import stable_seed
 
 GROUP_A = ("asr", "ser", "gr", "mmau")
 GROUP_B = ("asr", "ser", "gr")

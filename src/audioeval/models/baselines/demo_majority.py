@@ -14,7 +14,7 @@ import numpy as np
 from audioeval.errors import ModelError
 from audioeval.models.base import Model
 from audioeval.models.baselines.examples import examples_of
-from audioeval.stats import stable_seed
+from audioeval.seeds import stable_seed
 from audioeval.types import Request, Response
 
 

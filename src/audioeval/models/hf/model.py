@@ -37,7 +37,7 @@ from audioeval.models.hf.loading import (
     torch_dtype,
 )
 from audioeval.models.hf.prompt import build_conversation
-from audioeval.stats import stable_seed
+from audioeval.seeds import stable_seed
 from audioeval.types import Request, Response
 
 log = logging.getLogger("audioeval")

@@ -1,0 +1,269 @@
+"""The ADU-Bench report: the numbers of the paper's Table 2 (mean judge score per dataset and their average,
+one row per judge), Figure 2 and Tables 11-22 (per domain, both orders and each order), Tables 9/10 and
+Figure 3(c) (each judge's two orders and its position bias), with 95% bootstrap CIs, the n behind every
+number, and counts of empty responses, model errors and judge failures (out-of-range verdicts among them).
+
+It only formats results.json. Each ADU-Bench task (found by its `metadata: {adu_bench: {dataset: ...}}`)
+is one dataset: its means are `results[task]` (the paper's arithmetic is the task's declared
+`stratified_mean` over domains, `audioeval.benchmarks.adu_bench.domains.domain_weight`), its domains are the task's `domain`
+facet, Table 2's Average is the `adu_bench` group (`score` and `score@<judge>`), and the variation breakdown
+is that group's `variation.*` facets (per level, the plain mean over the items of all datasets). A
+judge's two orders and its position bias are over the same items: those where both orders succeeded (the
+metric leaves the others empty).
+
+Written into the run folder as adu_bench_report.md, adu_bench_report.json and adu_bench_domains.png.
+`python -m audioeval.benchmarks.adu_bench.report RUN_DIR [RUN_DIR ...]` prints Table 2 with one row per run and judge.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+from audioeval.benchmarks.adu_bench.domains import DATASETS, DOMAINS
+from audioeval.benchmarks.adu_bench.report_text import markdown, table2
+from audioeval.errors import UsageError
+from audioeval.results.reports import ReportContext, benchmark_tasks, register
+
+log = logging.getLogger("audioeval")
+BENCHMARK = "adu_bench"  # the tasks' metadata block
+VARIATION = "variation."  # the facets of voice variation factors (tasks/adu_bench/_adu_base.yaml)
+REPORT_JSON = "adu_bench_report.json"
+# per judge: the column of results (per sample) behind each reported number
+ORDER_COLUMNS = {
+    "score": "score",
+    "ref_first": "score_ref_first",
+    "resp_first": "score_resp_first",
+    "position_bias": "position_bias",
+}
+Block = dict[str, Any]  # one `<k>-shot` block of results.json (a task's, a group's or a facet value's)
+
+
+def _num(x: Any) -> float | None:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else round(float(x), 4)
+
+
+def _shot_block(per_k: dict[str, Any] | None) -> Block | None:
+    """ADU-Bench is zero-shot: the one `<k>-shot` block."""
+    return next(iter((per_k or {}).values()), None)
+
+
+def as_json(block: Block | None, name: str) -> dict[str, Any]:
+    """Metric `name` of a task or facet block: mean, CI, items scored (n) and items without a score among
+    those the model answered (missing)."""
+    if block is None:
+        return {"mean": None, "ci95": [None, None], "n": 0, "missing": 0}
+    errors = block.get("errors", 0)
+    if name not in block:  # no sample had this column
+        return {"mean": None, "ci95": [None, None], "n": 0, "missing": block["n"] - errors}
+    missing = block.get(f"{name}_missing", 0)
+    ci = block.get(f"{name}_ci95") or [None, None]
+    return {
+        "mean": _num(block[name]),
+        "ci95": [_num(ci[0]), _num(ci[1])],
+        "n": block["n"] - missing,
+        "missing": missing - errors,
+    }
+
+
+def _count(block: Block, name: str) -> tuple[int, int]:
+    """(items with a value of the 0/1 column `name`, how many of them are 1)."""
+    n = as_json(block, name)["n"]
+    return n, round(float(block[name]) * n) if n else 0  # the unrounded mean: exact for any n
+
+
+def judge_ids(results: dict[str, Any], tasks: list[str]) -> list[str]:
+    """The judges that scored something, in the order they were given (else first seen)."""
+    seen: list[str] = []
+    for task in tasks:
+        for key in _shot_block(results["results"].get(task)) or {}:
+            if key.startswith("score@") and not key.endswith(("_stderr", "_ci95", "_missing")):
+                if key[6:] not in seen:
+                    seen.append(key[6:])
+    given = list(results.get("judges") or {})
+    return [j for j in given if j in seen] + [j for j in seen if j not in given]
+
+
+def _ordered(names: set[str], canonical: tuple[str, ...]) -> list[str]:
+    return [n for n in canonical if n in names] + sorted(names - set(canonical))
+
+
+def _covering(results: dict[str, Any], tasks: list[str]) -> tuple[Block | None, dict[str, Any]]:
+    """The zero-shot block and the facets of the group made of exactly these tasks (Table 2's Average);
+    with one task and no such group, that task's own (the mean of one dataset mean is that mean)."""
+    for name, per_k in (results.get("groups") or {}).items():
+        block = _shot_block(per_k)
+        if block is not None and set(block.get("subtasks") or []) == set(tasks):
+            return block, (results.get("facets") or {}).get(name) or {}
+    if len(tasks) == 1:
+        return _shot_block(results["results"].get(tasks[0])), (results.get("facets") or {}).get(
+            tasks[0]
+        ) or {}
+    return None, {}
+
+
+def summarise(results: dict[str, Any]) -> dict[str, Any] | None:
+    """The report's numbers, read from results.json; None when the run has no ADU-Bench task."""
+    found = {str(info.get("dataset")): task for task, info in benchmark_tasks(results, BENCHMARK)}
+    if not found:
+        return None
+    tasks = [found[ds] for ds in _ordered(set(found), tuple(DATASETS))]
+    judges = judge_ids(results, tasks)
+    datasets: dict[str, Any] = {}
+    for ds in _ordered(set(found), tuple(DATASETS)):
+        task = found[ds]
+        block = _shot_block(results["results"].get(task)) or {"n": 0}
+        by_domain = ((results.get("facets") or {}).get(task) or {}).get("domain") or {}
+        domain_blocks = {d: _shot_block(per_k) for d, per_k in by_domain.items()}
+        answered = {d for d, b in domain_blocks.items() if b and b["n"] > b.get("errors", 0)}
+        domains = {d: domain_blocks[d] for d in _ordered(answered, DOMAINS.get(ds, ()))}
+        blocks = {j: _judge_block(block, domains, j) for j in judges}
+        scores = {
+            d: blocks[judges[0]]["domains"][d]["score"] if judges else as_json(b, "score")
+            for d, b in domains.items()
+        }
+        datasets[ds] = {
+            "score": as_json(block, "score"),
+            "domains": scores,
+            "judges": blocks,
+            "items": block["n"],
+            "errors": block.get("errors", 0),
+            "empty_responses": _count(block, "empty_response_rate")[1],
+        }
+    group, facets = _covering(results, tasks)
+    return {
+        "judges": judges,
+        "datasets": datasets,
+        "average": _average(group, datasets, "score", None),
+        "judge_averages": {j: _average(group, datasets, f"score@{j}", j) for j in judges},
+        "variation": _by_variation(facets),
+    }
+
+
+def _average(
+    group: Block | None, datasets: dict[str, Any], name: str, judge: str | None
+) -> dict[str, Any] | None:
+    """Table 2's Average (the group's unweighted mean of the dataset means), with the items behind it."""
+    if group is None or _num(group.get(name)) is None:
+        return None
+    cells = [b["judges"][judge]["score"] if judge else b["score"] for b in datasets.values()]
+    ci = group.get(f"{name}_ci95") or [None, None]
+    return {
+        "mean": _num(group[name]),
+        "ci95": [_num(ci[0]), _num(ci[1])],
+        "n": sum(c["n"] for c in cells),
+        "missing": sum(c["missing"] for c in cells),
+    }
+
+
+def _judge_block(block: Block, domains: dict[str, Block | None], judge: str) -> dict[str, Any]:
+    """One judge on one dataset: its score, each order and the position bias, the same per domain, and its
+    failures."""
+    out: dict[str, Any] = {name: as_json(block, f"{key}@{judge}") for name, key in ORDER_COLUMNS.items()}
+    out["domains"] = {
+        d: {name: as_json(b, f"{key}@{judge}") for name, key in ORDER_COLUMNS.items()}
+        for d, b in domains.items()
+    }
+    out["judged"], out["failures"] = _count(block, f"judge_failure_rate@{judge}")
+    out["out_of_range"] = _count(block, f"judge_out_of_range@{judge}")[1]
+    return out
+
+
+def _by_variation(facets: dict[str, Any]) -> dict[str, Any]:
+    """Per variation factor the tasks declare as a facet (in their order) with two levels or more: each
+    level's score over the items of every dataset (the adu_bench group's facets, pooled)."""
+    out: dict[str, Any] = {}
+    for facet, levels in facets.items():
+        if facet.startswith(VARIATION) and len(levels) >= 2:
+            out[facet[len(VARIATION) :]] = {
+                level: as_json(_shot_block(per_k), "score") for level, per_k in levels.items()
+            }
+    return out
+
+
+# --- entry points -----------------------------------------------------------------------------------------
+def model_label(results: dict[str, Any]) -> str:
+    model = results.get("model") or {}
+    args = model.get("model_args") or {}
+    shown = [f"{k}={args[k]}" for k in ("asr", "llm", "llm_model", "model", "pretrained") if k in args]
+    return f"{model.get('name', '?')}" + (f" ({', '.join(shown)})" if shown else "")
+
+
+def _warn_about_failures(summary: dict[str, Any]) -> None:
+    """Say on the console what the tables also show: judgments that failed and empty responses."""
+    for judge in summary["judges"]:
+        blocks = [b["judges"][judge] for b in summary["datasets"].values() if judge in b["judges"]]
+        failed, judged = sum(b["failures"] for b in blocks), sum(b["judged"] for b in blocks)
+        out_of_range = sum(b["out_of_range"] for b in blocks)
+        if failed:
+            log.warning(
+                "ADU-Bench: judge %r failed on %d of %d samples (%d by a verdict outside its scale); those are "
+                "excluded from its scores (errors in the samples' judgments.*.error)",
+                judge,
+                failed,
+                judged,
+                out_of_range,
+            )
+    empty = sum(b["empty_responses"] for b in summary["datasets"].values())
+    if empty:
+        log.warning("ADU-Bench: %d empty model responses, scored 0 (empty_response_rate)", empty)
+
+
+@register("adu_bench")
+def report(ctx: ReportContext) -> list[Path]:
+    from audioeval.benchmarks.adu_bench.report_plot import plot
+
+    summary = summarise(ctx.results)
+    if summary is None:
+        return []
+    model = model_label(ctx.results)
+    summary["model"] = model
+    summary["judge_endpoints"] = {
+        j: {k: v for k, v in info.items() if k not in ("identity", "sampling")}
+        for j, info in (ctx.results.get("judges") or {}).items()
+    }
+    _warn_about_failures(summary)
+    png = plot(summary, model, ctx.run_dir / "adu_bench_domains.png")
+    md = ctx.run_dir / "adu_bench_report.md"
+    md.write_text(markdown(summary, model, png.name), encoding="utf-8")
+    js = ctx.run_dir / REPORT_JSON
+    js.write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return [md, js, png]
+
+
+def combine(run_dirs: list[Path]) -> str:
+    """Table 2 with one row per run folder and judge (each folder must hold adu_bench_report.json)."""
+    summaries = []
+    for run in run_dirs:
+        path = Path(run) / REPORT_JSON
+        if not path.is_file():
+            raise UsageError(
+                f"{run}: no {REPORT_JSON}; pass run folders of ADU-Bench runs (--output_path/<model>/<time>)."
+            )
+        summary = json.loads(path.read_text(encoding="utf-8"))
+        summaries.append((summary.get("model", str(run)), summary))
+    return "\n".join(table2(summaries))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m audioeval.benchmarks.adu_bench.report",
+        description="ADU-Bench Table 2 across several runs (one row per run and judge).",
+    )
+    parser.add_argument("run_dirs", nargs="+", type=Path)
+    args = parser.parse_args(argv)
+    try:
+        print(combine(args.run_dirs))
+    except UsageError as err:
+        print(f"audioeval: error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,263 @@
+"""AudioICL-Bench report: accuracy per task and k with 95% CIs next to each task's chance level (as the
+paper states it) and the `shortcut` baseline's accuracy on the same episodes (what a model scores without
+analysing the signal), the A2 and A3 averages of Table III with their CIs, and a shot-scaling figure (one
+panel per task, CI bands, dotted chance line, dashed shortcut line). Written to the run folder as
+audioicl_report.md and audioicl_shot_scaling.png.
+
+It only formats results.json: task accuracies from `results`, the A2/A3 averages from the groups whose YAML
+`metadata` names an axis (`groups`), the shortcut column from `reference_models` (the tasks declare
+`reference_models: [shortcut]`), and each task's paper name, axis and chance level from its YAML
+`metadata.audioicl_bench`.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from pathlib import Path
+from typing import Any
+
+from audioeval.results.reports import ReportContext, benchmark_tasks, register
+
+log = logging.getLogger("audioeval")
+BENCHMARK = "audioicl_bench"  # the tasks' and groups' metadata block
+SHORTCUT = "shortcut"  # the reference model behind the shortcut column
+
+
+def _number(value: Any) -> float | None:
+    if value is None:
+        return None
+    value = float(value)
+    return None if math.isnan(value) else value
+
+
+def _accuracy(block: dict[str, Any] | None) -> dict[str, Any]:
+    block = block or {}
+    ci = block.get("accuracy_ci95") or [None, None]
+    return {
+        "accuracy": _number(block.get("accuracy")),
+        "ci95": [_number(ci[0]), _number(ci[1])],
+        "n": block.get("n"),
+        "parse_failure_rate": _number(block.get("parse_failure_rate")),
+    }
+
+
+def collect(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """One record per evaluated AudioICL-Bench task: names, axis, chance, parameters, per-k results and the
+    shortcut baseline's accuracy on the same episodes."""
+    configs = results.get("configs") or {}
+    shortcut = (results.get("reference_models") or {}).get(SHORTCUT) or {}
+    records = []
+    for task, info in benchmark_tasks(results, BENCHMARK):
+        per_k = {}
+        for key, block in (results["results"].get(task) or {}).items():
+            k = int(key.split("-")[0])
+            per_k[k] = _accuracy(block)
+            per_k[k]["shortcut"] = _number(((shortcut.get(task) or {}).get(key) or {}).get("accuracy"))
+        records.append(
+            {
+                "task": task,
+                "short": info["short"],
+                "name": info["name"],
+                "group": info["axis"],
+                "chance": float(info["chance"]),
+                "chance_note": info.get("chance_note"),
+                "params": dict((configs[task].get("config") or {}).get("parameters") or {}),
+                "per_k": per_k,
+            }
+        )
+    return records
+
+
+def axis_groups(ctx: ReportContext) -> dict[str, str]:
+    """Axis -> the group (declared in YAML with `metadata.audioicl_bench.axis`) whose mean is its average."""
+    out = {}
+    for name, group in ctx.registry.groups.items():
+        axis = ((group.metadata or {}).get(BENCHMARK) or {}).get("axis")
+        if axis:
+            out[str(axis)] = name
+    return dict(sorted(out.items()))
+
+
+def group_rows(ctx: ReportContext) -> dict[str, dict[int, dict[str, Any]]]:
+    """Axis -> k -> the group's accuracy with its CI, the tasks it averages and the tasks it has; for the
+    axis groups that ran, and the same from `reference_models` for the shortcut column."""
+    out: dict[str, dict[int, dict[str, Any]]] = {}
+    for axis, name in axis_groups(ctx).items():
+        size = len(ctx.registry.leaf_tasks(name))
+        for key, block in (ctx.results.get("groups") or {}).get(name, {}).items():
+            row = _accuracy(block)
+            row["tasks"] = len(block.get("subtasks") or []) - len(block.get("accuracy_unscored") or [])
+            row["size"] = size
+            shortcut = ((ctx.results.get("reference_models") or {}).get(SHORTCUT) or {}).get(name) or {}
+            row["shortcut"] = _number((shortcut.get(key) or {}).get("accuracy"))
+            out.setdefault(axis, {})[int(key.split("-")[0])] = row
+    return out
+
+
+def footnotes(ctx: ReportContext) -> list[str]:
+    """Which tasks each average holds (from the groups' YAML), and the notes of tasks in no average."""
+    short = {name: ((task.metadata or {}).get(BENCHMARK) or {}) for name, task in ctx.registry.tasks.items()}
+    groups = axis_groups(ctx)
+    members = {axis: ctx.registry.leaf_tasks(name) for axis, name in groups.items()}
+    lines = []
+    if groups:
+        lines.append(
+            "; ".join(
+                f"{axis} = " + ", ".join(short[t].get("short", t) for t in ts) for axis, ts in members.items()
+            )
+            + " (unweighted means of task accuracies, as in Table III)."
+        )
+    averaged = {t for ts in members.values() for t in ts}
+    lines += [info["note"] for name, info in short.items() if info.get("note") and name not in averaged]
+    evaluated = set(ctx.results.get("results") or {})
+    for axis, name in groups.items():
+        ran = [t for t in members[axis] if t in evaluated]
+        if ran and name not in (ctx.results.get("groups") or {}):
+            lines.append(
+                f"No {axis} average: its group `{name}` was not run ({len(ran)} of its {len(members[axis])} "
+                f"tasks were); run `--tasks {name}` for it."
+            )
+    return lines
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{100 * value:.1f}"
+
+
+def _chance(record: dict[str, Any]) -> str:
+    if record["chance_note"]:
+        return "≈0 (" + record["chance_note"] + ")"
+    return f"{100 * record['chance']:.1f}"
+
+
+def _cell(res: dict[str, Any] | None, with_n: bool = True) -> str:
+    if not res or res["accuracy"] is None:
+        return "—"
+    lo, hi = res["ci95"]
+    ci = f" [{_pct(lo)}, {_pct(hi)}]" if lo is not None and hi is not None else ""
+    return f"{_pct(res['accuracy'])}{ci}" + (f" (n={res['n']})" if with_n else "")
+
+
+def _shortcut_cell(per_k: dict[int, Any], ks: list[int]) -> str:
+    return " / ".join(_pct(per_k[k]) if per_k.get(k) is not None else "—" for k in ks)
+
+
+def markdown(
+    records: list[dict[str, Any]],
+    groups: dict[str, dict[int, dict[str, Any]]],
+    ctx_results: dict[str, Any],
+    notes: list[str],
+) -> str:
+    ks = sorted({k for r in records for k in r["per_k"]})
+    params = sorted(
+        {
+            (r["params"].get("prompt_style"), r["params"].get("layout"), r["params"].get("shortcut_free"))
+            for r in records
+        },
+        key=str,
+    )
+    builds = ", ".join(
+        f"{'null' if s is None else s} / {lay}" + (" / shortcut_free" if free else "")
+        for s, lay, free in params
+    )
+    k_list = " / ".join(str(k) for k in ks)
+    lines = [
+        "# AudioICL-Bench",
+        "",
+        f"Model: `{ctx_results.get('model', {}).get('name', '?')}`; prompt style / layout: {builds}. Accuracy in % "
+        "with the 95% bootstrap CI over episodes; chance as stated in the paper; shortcut: accuracy of the "
+        f"`shortcut` baseline on these same episodes at k = {k_list} (no signal analysis: clip identity, "
+        "elimination, label statistics; docs/baselines.md). A score at or below shortcut can be explained "
+        "without analysing the audio (for AudioOperator(Hard), beyond the query's operands, which its label "
+        "space holds as the paper's chance assumes). With `--task_args shortcut_free=true` the episodes carry "
+        "no clip-identity or elimination shortcut.",
+        "",
+        f"| task | axis | chance | shortcut (k = {k_list}) | "
+        + " | ".join(f"k={k}" for k in ks)
+        + " | parse failures (max over k) |",
+        "|---|---|---|---|" + "---|" * len(ks) + "---|",
+    ]
+    for r in records:
+        failures = [
+            v["parse_failure_rate"] for v in r["per_k"].values() if v["parse_failure_rate"] is not None
+        ]
+        lines.append(
+            f"| {r['name']} ({r['short']}) | {r['group']} | {_chance(r)} | "
+            + _shortcut_cell({k: v.get("shortcut") for k, v in r["per_k"].items()}, ks)
+            + " | "
+            + " | ".join(_cell(r["per_k"].get(k)) for k in ks)
+            + f" | {_pct(max(failures)) if failures else '—'} |"
+        )
+    for axis, per_k in groups.items():
+        cells = []
+        for k in ks:
+            row = per_k.get(k)
+            note = ""
+            if row is not None and row["accuracy"] is not None and row["tasks"] != row["size"]:
+                note = f" ({row['tasks']}/{row['size']} tasks)"  # some of its tasks have no score
+            cells.append(_cell(row, with_n=False) + note)
+        lines.append(
+            f"| **{axis} average** | {axis} | | "
+            + _shortcut_cell({k: v.get("shortcut") for k, v in per_k.items()}, ks)
+            + " | "
+            + " | ".join(cells)
+            + " | |"
+        )
+    return "\n".join([*lines, "", *notes, ""])
+
+
+def plot(records: list[dict[str, Any]], path: Path) -> Path:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    n = len(records)
+    cols = min(5, n)
+    rows = math.ceil(n / cols)
+    fig = Figure(figsize=(3.2 * cols, 2.8 * rows), dpi=110)
+    FigureCanvasAgg(fig)
+    for i, r in enumerate(records):
+        ax = fig.add_subplot(rows, cols, i + 1)
+        points = sorted((k, v) for k, v in r["per_k"].items() if v["accuracy"] is not None)
+        if points:
+            ks = [k for k, _ in points]
+            acc = [100 * v["accuracy"] for _, v in points]
+            lo = [100 * (v["ci95"][0] if v["ci95"][0] is not None else v["accuracy"]) for _, v in points]
+            hi = [100 * (v["ci95"][1] if v["ci95"][1] is not None else v["accuracy"]) for _, v in points]
+            ax.fill_between(ks, lo, hi, alpha=0.25, color="tab:blue", linewidth=0)
+            ax.plot(ks, acc, marker="o", color="tab:blue", label="accuracy")
+            ax.set_xticks(ks)
+        ax.axhline(100 * r["chance"], color="black", linestyle=":", linewidth=1.2, label="chance")
+        shortcut = sorted((k, v["shortcut"]) for k, v in r["per_k"].items() if v.get("shortcut") is not None)
+        if shortcut:
+            ax.plot(
+                [k for k, _ in shortcut],
+                [100 * v for _, v in shortcut],
+                color="tab:red",
+                linestyle="--",
+                linewidth=1.2,
+                label="shortcut",
+            )
+        ax.set_ylim(-2, 102)
+        ax.set_title(f"{r['name']} ({r['short']})", fontsize=9)
+        ax.set_xlabel("shots k", fontsize=8)
+        if i % cols == 0:
+            ax.set_ylabel("accuracy (%)", fontsize=8)
+        ax.tick_params(labelsize=7)
+        if i == 0:
+            ax.legend(fontsize=7, loc="upper left")
+    fig.suptitle("AudioICL-Bench shot scaling (95% CI bands; dotted: chance; dashed: shortcut)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path)
+    return path
+
+
+@register("audioicl_bench")
+def write_report(ctx: ReportContext) -> list[Path]:
+    records = collect(ctx.results)
+    if not records:
+        return []
+    table = ctx.run_dir / "audioicl_report.md"
+    table.write_text(markdown(records, group_rows(ctx), ctx.results, footnotes(ctx)), encoding="utf-8")
+    figure = plot(records, ctx.run_dir / "audioicl_shot_scaling.png")
+    return [table, figure]

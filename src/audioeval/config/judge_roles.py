@@ -1,0 +1,58 @@
+"""A task's judge roles made ready to run: each role's template compiled and its verdict reader looked up.
+
+The YAML shape of `judge:` is checked by the task schema (config.py); this step needs the template engine and
+the verdict readers, and runs when a task is discovered, so a broken role shows whether or not --judge is
+given."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from audioeval.config.task import TaskConfig
+from audioeval.config.templates import compile_file, make_environment
+from audioeval.config.verdicts import VERDICTS
+from audioeval.errors import ConfigError
+
+
+@dataclass
+class JudgeRole:
+    name: str
+    template: Any
+    template_path: Path
+    read_verdict: Callable[[str], Any]  # what `verdict:` names
+    swap: bool
+    when: Any
+    max_tokens: int
+
+
+def load_roles(config: TaskConfig) -> list[JudgeRole]:
+    spec = config.judge or {}
+    where = str(config.path)
+    env = make_environment([config.dir_of("judge"), config.directory])
+    roles = []
+    for name, role in spec.get("roles", {}).items():
+        reader = VERDICTS.resolve(role["verdict"], config.dir_of("judge"), f"{where}: judge role {name!r}")
+        path = (config.dir_of("judge") / role["template"]).resolve()
+        try:
+            when = env.compile_expression(role["when"]) if role.get("when") else None
+        except jinja2.TemplateSyntaxError as err:
+            raise ConfigError(
+                f"{where}: judge role {name!r}: `when` is not a Jinja expression: {err}."
+            ) from err
+        roles.append(
+            JudgeRole(
+                name,
+                compile_file(env, path),
+                path,
+                reader,
+                bool(role.get("swap", False)),
+                when,
+                int(role.get("max_tokens", 1024)),
+            )
+        )
+    return roles

@@ -1,0 +1,379 @@
+"""Rendering a task's Jinja templates into a Conversation of text and ordered audio parts.
+
+Templates run in an ImmutableSandboxedEnvironment with StrictUndefined, over a read-only copy of the episode
+(`template_view`) in which every audio clip is an opaque `ClipHandle`: a template can read a clip's facts
+(seconds, sampling rate; its label and role sit beside it) but never its samples, and cannot change or write
+anything. Audio is placed with `{{ audio(clip) }}`, message boundaries in a whole-prompt template with
+`{{ turn("user") }}`. Every clip the episode offers for the chosen k (context clips, the first k demos, the
+query) must be placed exactly once, or explicitly skipped with `{{ skip_audio(clip) }}`; anything else is an
+error naming the template file and line.
+"""
+
+from __future__ import annotations
+
+import re
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+import jinja2
+import numpy as np
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from audioeval.config.task import TaskConfig, read_text_file
+from audioeval.errors import ConfigError
+from audioeval.types import AudioClip, AudioPart, Message, Role, TextPart
+
+# Markers that audio() and turn() leave in rendered text, each wrapped in its own control character so
+# that neither can be mistaken for the other whatever text follows.
+_AUDIO_MARK = re.compile(r"\x01(\d+)\x01")
+_TURN_MARK = re.compile(r"\x02([a-z]+)\x02")
+_RAW_PLACEHOLDERS = re.compile(
+    r"<audio>|<\|AUDIO\|>|<\|audio_bos\|>|<\|audio_pad\|>|<\|audio_start\|>|<audio_soft_token>|<\|audio_\d+\|>",
+    flags=re.IGNORECASE,
+)
+ROLES = ("system", "user", "assistant")
+
+
+@dataclass(frozen=True, eq=False)
+class ClipHandle:
+    """What a template sees of an audio clip: read-only facts, never the samples. `audio(handle)` and
+    `skip_audio(handle)` map it back to the clip through the render's own table."""
+
+    seconds: float
+    sampling_rate: int
+
+    def __str__(self) -> str:
+        return f"<audio {self.seconds:.2f} s>"
+
+
+_PLAIN = (str, int, float, bool, type(None))
+
+
+def template_view(obj: Any, handles: dict[int, AudioClip] | None = None, where: str = "episode") -> Any:
+    """A copy of `obj` made of plain values only (dicts, lists, strings, numbers), with each AudioClip replaced
+    by a ClipHandle registered in `handles` (id(handle) -> clip; the same clip always gets the same handle).
+    numpy values become plain numbers and lists; any other object is an error naming its field."""
+    handles = {} if handles is None else handles
+    memo: dict[int, ClipHandle] = {}
+
+    def convert(value: Any, path: str) -> Any:
+        if isinstance(value, _PLAIN):
+            return value
+        if isinstance(value, AudioClip):
+            handle = memo.get(id(value))
+            if handle is None:
+                handle = memo[id(value)] = ClipHandle(round(value.seconds, 6), value.sampling_rate)
+                handles[id(handle)] = value
+            return handle
+        if isinstance(value, dict):
+            return {k: convert(v, f"{path}.{k}") for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [convert(v, f"{path}[{i}]") for i, v in enumerate(value)]
+        if isinstance(value, np.ndarray):
+            return convert(value.tolist(), path)
+        if isinstance(value, np.generic):
+            return value.item()
+        raise ConfigError(
+            f"{path} is a {type(value).__name__}; episodes may hold only strings, numbers, booleans, None, lists, "
+            "dicts and audio clips (the builder must convert it)."
+        )
+
+    return convert(obj, where)
+
+
+def make_environment(search_dirs: list[Path]) -> ImmutableSandboxedEnvironment:
+    """The one Jinja environment of task and judge templates: sandboxed (no attribute starting with `_`, no
+    unsafe callables), immutable (no list/dict methods that modify) and strict about undefined names."""
+    unique = list(dict.fromkeys(str(d) for d in search_dirs))
+    return ImmutableSandboxedEnvironment(
+        loader=jinja2.FileSystemLoader(unique),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=False,
+    )
+
+
+def turn_marker(role: str) -> str:
+    """What {{ turn(role) }} leaves in the rendered text."""
+    if role not in ROLES:
+        raise ValueError(f"turn() role must be one of {ROLES}, got {role!r}")
+    return f"\x02{role}\x02"
+
+
+def split_turns(text: str, source: str) -> list[tuple[Role, str]]:
+    """(role, body) per turn() marker of a whole-prompt template's output."""
+    pieces = _TURN_MARK.split(text)
+    if pieces[0].strip():
+        raise ConfigError(
+            f"{source}: text before the first turn() marker; "
+            'start the template with {{ turn("system") }} or {{ turn("user") }}.'
+        )
+    turns = list(zip(pieces[1::2], pieces[2::2], strict=True))
+    if not turns:
+        raise ConfigError(f"{source}: the prompt template produced no turn() markers.")
+    return [(cast(Role, role), body) for role, body in turns]  # turn_marker writes only these roles
+
+
+def compile_file(env: ImmutableSandboxedEnvironment, path: Path) -> jinja2.Template:
+    """Compile a template so that errors and tracebacks carry its real file name."""
+    code = env.compile(read_text_file(path, "template"), name=path.name, filename=str(path))
+    return env.template_class.from_code(env, code, env.make_globals(None), None)
+
+
+def template_error_location(err: BaseException, fallback: str) -> str:
+    """file:line inside the template where a render error happened."""
+    if isinstance(err, jinja2.TemplateSyntaxError):
+        return f"{err.filename or fallback}:{err.lineno}"
+    for frame in reversed(traceback.extract_tb(err.__traceback__)):
+        if frame.filename and frame.filename.endswith((".jinja", ".j2", ".txt", ".jinja2")):
+            return f"{frame.filename}:{frame.lineno}"
+    return fallback
+
+
+def _clip_of(obj: Any, handles: dict[int, AudioClip]) -> AudioClip | None:
+    if isinstance(obj, dict):
+        obj = obj.get("audio")
+    return handles.get(id(obj)) if isinstance(obj, ClipHandle) else None
+
+
+def episode_clips(episode: dict[str, Any], k: int) -> list[tuple[str, AudioClip]]:
+    """The clips a k-shot prompt must present, with a readable name for each."""
+    out: list[tuple[str, AudioClip]] = []
+    for i, clip in enumerate(episode.get("context") or []):
+        out.append((f"context clip {i + 1} ({clip.get('role', '')})", clip["audio"]))
+    for d, demo in enumerate((episode.get("demos") or [])[:k]):
+        for clip in demo.get("clips") or []:
+            out.append((f"demo {d + 1} clip {clip.get('role', '')!r}", clip["audio"]))
+    for clip in (episode.get("query") or {}).get("clips") or []:
+        out.append((f"query clip {clip.get('role', '')!r}", clip["audio"]))
+    return out
+
+
+class _Placement:
+    """Collects audio() and turn() calls during one render."""
+
+    def __init__(self, handles: dict[int, AudioClip]) -> None:
+        self.handles = handles
+        self.clips: list[AudioClip] = []
+        self.skipped: list[AudioClip] = []
+
+    def audio(self, obj: Any) -> str:
+        clip = _clip_of(obj, self.handles)
+        if clip is None:
+            raise TypeError(f"audio() expects a clip from the episode, got {type(obj).__name__}")
+        self.clips.append(clip)
+        return f"\x01{len(self.clips) - 1}\x01"
+
+    def skip_audio(self, obj: Any) -> str:
+        clip = _clip_of(obj, self.handles)
+        if clip is None:
+            raise TypeError(f"skip_audio() expects a clip from the episode, got {type(obj).__name__}")
+        self.skipped.append(clip)
+        return ""
+
+    @staticmethod
+    def turn(role: str) -> str:
+        return turn_marker(role)
+
+
+class PromptRenderer:
+    """Turns (episode, k, parameters) into messages for one task."""
+
+    def __init__(self, task: TaskConfig, extra_dirs: list[Path] | None = None) -> None:
+        self.task = task
+        from audioeval.resources import tasks_dir
+
+        self.env = make_environment(
+            [task.dir_of("templates"), task.directory, *(extra_dirs or []), tasks_dir()]
+        )
+        self._view: tuple[Any, dict[str, Any], dict[int, AudioClip]] | None = None
+        self.templates: dict[str, jinja2.Template] = {}
+        for role, path in task.templates.items():
+            try:
+                self.templates[role] = compile_file(self.env, path)
+            except jinja2.TemplateSyntaxError as err:
+                raise ConfigError(
+                    f"{path}:{err.lineno}: template syntax error in templates.{role} of task {task.name!r}: "
+                    f"{err.message}"
+                ) from err
+        self.target_template = self._compile_string(task.target, "target")
+        self.label_space_expr = None
+        if isinstance(task.label_space, str):
+            try:
+                self.label_space_expr = self.env.compile_expression(task.label_space.strip().strip("{} "))
+            except jinja2.TemplateSyntaxError as err:
+                raise ConfigError(
+                    f"{task.path}: label_space expression is not valid Jinja: {err.message}"
+                ) from err
+
+    def _compile_string(self, source: str, field_name: str) -> jinja2.Template:
+        try:
+            return self.env.from_string(source)
+        except jinja2.TemplateSyntaxError as err:
+            raise ConfigError(
+                f"{self.task.path}: `{field_name}` is not a valid Jinja template: {err.message}"
+            ) from err
+
+    def _episode_view(self, episode: dict[str, Any]) -> tuple[dict[str, Any], dict[int, AudioClip]]:
+        """The template view of an episode and its handle table, built once per episode for all its k."""
+        cached = self._view
+        if cached is None or cached[0] is not episode:
+            handles: dict[int, AudioClip] = {}
+            cached = (episode, template_view(episode, handles), handles)
+            self._view = cached
+        return cached[1], cached[2]
+
+    def _context(self, episode: dict[str, Any], k: int) -> tuple[dict[str, Any], _Placement]:
+        view, handles = self._episode_view(episode)
+        placement = _Placement(handles)
+        context = {
+            "episode": view,
+            "demos": (view.get("demos") or [])[:k],
+            "query": view.get("query") or {},
+            "context_clips": view.get("context") or [],
+            "metadata": view.get("metadata") or {},
+            "k": k,
+            "params": template_view(self.task.param_values, where="params"),
+            "task": self.task.name,
+            "audio": placement.audio,
+            "skip_audio": placement.skip_audio,
+            "turn": placement.turn,
+        }
+        return context, placement
+
+    def _render(self, role: str, context: dict[str, Any]) -> str:
+        template = self.templates[role]
+        try:
+            return template.render(**context)
+        except Exception as err:  # noqa: BLE001 - any template failure is reported with its location
+            where = template_error_location(err, str(self.task.templates[role]))
+            raise ConfigError(
+                f"{where}: error rendering templates.{role} of task {self.task.name!r}: "
+                f"{type(err).__name__}: {err}"
+            ) from err
+
+    def render_target(self, episode: dict[str, Any], k: int) -> str:
+        context, _ = self._context(episode, k)
+        try:
+            return self.target_template.render(**context).strip()
+        except Exception as err:  # noqa: BLE001
+            raise ConfigError(
+                f"{self.task.path}: error rendering `target` of task {self.task.name!r}: {err}"
+            ) from err
+
+    def label_space(self, episode: dict[str, Any], k: int) -> tuple[str, ...] | None:
+        if self.task.label_space is None:
+            return None
+        if isinstance(self.task.label_space, list):
+            return tuple(self.task.label_space)
+        context, _ = self._context(episode, k)
+        try:
+            assert self.label_space_expr is not None  # set whenever label_space is an expression
+            value = self.label_space_expr(**context)
+        except Exception as err:  # noqa: BLE001
+            raise ConfigError(f"{self.task.path}: error evaluating `label_space`: {err}") from err
+        if not isinstance(value, list | tuple) or not value:
+            raise ConfigError(
+                f"{self.task.path}: `label_space` must evaluate to a non-empty list, got {value!r}."
+            )
+        return tuple(str(v) for v in value)
+
+    def render(self, episode: dict[str, Any], k: int) -> tuple[Message, ...]:
+        context, placement = self._context(episode, k)
+        if "prompt" in self.templates:
+            text = self._render("prompt", context)
+            messages = self._split_turns(text, placement, "prompt")
+        else:
+            messages = self._render_per_message(context, placement)
+        self._check_clips(episode, k, placement, messages)
+        return tuple(messages)
+
+    def _render_per_message(self, context: dict[str, Any], placement: _Placement) -> list[Message]:
+        messages: list[Message] = []
+        if "system" in self.templates:
+            system = self._render("system", context)
+            if system.strip():
+                messages.append(self._message("system", system, placement, "system"))
+        pending_user: list[str] = []
+        for index, demo in enumerate(context["demos"], start=1):
+            demo_ctx = {**context, "demo": demo, "index": index}
+            pending_user.append(self._render("demo", demo_ctx) if "demo" in self.templates else "")
+            if "demo_answer" in self.templates:
+                messages.append(self._message("user", "\n".join(pending_user), placement, "demo"))
+                pending_user = []
+                messages.append(
+                    self._message(
+                        "assistant", self._render("demo_answer", demo_ctx), placement, "demo_answer"
+                    )
+                )
+        pending_user.append(self._render("query", context))
+        messages.append(
+            self._message("user", "\n".join(p for p in pending_user if p != ""), placement, "query")
+        )
+        return messages
+
+    def _message(self, role: Role, text: str, placement: _Placement, template_role: str) -> Message:
+        if _TURN_MARK.search(text):
+            raise ConfigError(
+                f"{self.task.templates[template_role]}: turn() is only allowed in a whole-prompt template (`prompt`)."
+            )
+        return Message(role=role, parts=self._parts(text, placement, template_role))
+
+    def _split_turns(self, text: str, placement: _Placement, template_role: str) -> list[Message]:
+        turns = split_turns(text, str(self.task.templates[template_role]))
+        return [Message(role=role, parts=self._parts(body, placement, template_role)) for role, body in turns]
+
+    def _parts(
+        self, text: str, placement: _Placement, template_role: str
+    ) -> tuple[TextPart | AudioPart, ...]:
+        raw = _RAW_PLACEHOLDERS.search(_AUDIO_MARK.sub("", text))
+        if raw:
+            raise ConfigError(
+                f"{self.task.templates[template_role]}: the template writes the audio placeholder {raw.group(0)!r} "
+                "as text. Place audio with {{ audio(clip) }}; each model backend inserts its own audio tokens."
+            )
+        parts: list[TextPart | AudioPart] = []
+        pieces = _AUDIO_MARK.split(text)
+        for i, piece in enumerate(pieces):
+            if i % 2 == 0:
+                if piece:
+                    parts.append(TextPart(piece))
+            else:
+                parts.append(AudioPart(placement.clips[int(piece)]))
+        if parts and isinstance(parts[0], TextPart):
+            parts[0] = TextPart(parts[0].text.lstrip())
+        if parts and isinstance(parts[-1], TextPart):
+            parts[-1] = TextPart(parts[-1].text.rstrip())
+        return tuple(p for p in parts if not (isinstance(p, TextPart) and not p.text))
+
+    def _check_clips(
+        self, episode: dict[str, Any], k: int, placement: _Placement, messages: list[Message]
+    ) -> None:
+        expected = episode_clips(episode, k)
+        placed = [p.clip for m in messages for p in m.parts if isinstance(p, AudioPart)]
+        placed_ids = [id(c) for c in placed]
+        skipped_ids = {id(c) for c in placement.skipped}
+        where = ", ".join(str(p) for p in self.task.templates.values())
+        expected_ids = {id(c) for _, c in expected}
+        for c in placed:
+            if id(c) not in expected_ids:
+                raise ConfigError(
+                    f"{where}: task {self.task.name!r} (k={k}) places an audio clip that is not among the episode's "
+                    f"context, first {k} demo and query clips. Place only clips of `context_clips`, `demos` and `query`."
+                )
+        for name, clip in expected:
+            count = placed_ids.count(id(clip))
+            if count == 0 and id(clip) not in skipped_ids:
+                raise ConfigError(
+                    f"{where}: task {self.task.name!r} (k={k}): the templates place {len(placed)} audio clip(s) but the "
+                    f"episode has {len(expected)}; {name} is never placed. Add {{{{ audio(...) }}}} for it, or "
+                    "{{ skip_audio(...) }} if leaving it out is intended."
+                )
+            if count > 1:
+                raise ConfigError(
+                    f"{where}: task {self.task.name!r} (k={k}): {name} is placed {count} times; place each clip once."
+                )

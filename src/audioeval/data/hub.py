@@ -1,0 +1,300 @@
+"""`audioeval build` (datasets to a Hub-layout folder) and `audioeval push` (that folder to the Hub).
+
+The folder holds one sub-folder of parquet shards per builder config and a README.md dataset card whose
+YAML header lists the configs, so `datasets.load_dataset(DIR, "<config>")` reads it offline and the Hub
+shows the same configs after a push. The build writes into a temporary folder and renames it on success:
+a failed or interrupted build leaves nothing half-written at the destination.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from tqdm.auto import tqdm
+
+from audioeval.augment.build import degraded_builders
+from audioeval.augment.plan import CONDITION_SEPARATOR, parse_augment
+from audioeval.data.builders import builder_config_names, builder_names, load_builder_class, make_builder
+from audioeval.data.card import GENERATION_FLAGS, Build, ConfigStats, card_text, public_parameters, read_card
+from audioeval.errors import UsageError, unknown_name_message
+from audioeval.kvargs import parse_kv
+
+log = logging.getLogger("audioeval")
+SHARD_BYTES = 256 * 1024 * 1024
+ROW_GROUP_ROWS = 100  # datasets' row group size for audio data
+ROW_GROUP_BYTES = 64 * 1024 * 1024
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="audioeval build", description="Write a benchmark as a Hub-layout dataset folder."
+    )
+    p.add_argument(
+        "benchmark",
+        help=f"a builder in datasets_builders/ ({', '.join(builder_names())}) or a builder .py file",
+    )
+    p.add_argument(
+        "--output_dir", required=True, help="destination folder (must not exist, or pass --overwrite)"
+    )
+    p.add_argument("--configs", help="comma list of builder configs (default: all)")
+    p.add_argument("--n_episodes", type=int, help="episodes per config")
+    p.add_argument("--max_shots", type=int, help="demonstrations per episode")
+    p.add_argument("--seed", type=int, help="episode seed")
+    p.add_argument("--builder_args", default="", help="other builder arguments: key=value,...")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
+    from audioeval.augment.arguments import add_augment_arguments
+
+    add_augment_arguments(
+        p
+    )  # degraded copies: one Hub config per (config, condition), `<config>@<condition>`
+    return p
+
+
+def push_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="audioeval push", description="Upload a folder made by `audioeval build` to the Hub."
+    )
+    p.add_argument("folder")
+    p.add_argument(
+        "--repo_id",
+        required=True,
+        help="org/name of the dataset repository (token: `hf auth login` or HF_TOKEN, as huggingface_hub finds it)",
+    )
+    p.add_argument("--private", action="store_true")
+    p.add_argument("--revision", help="branch to push to (default: main)")
+    p.add_argument("--commit_message", default="Upload dataset built with audioeval")
+    return p
+
+
+def build_command(
+    benchmark: str,
+    configs: list[str],
+    generation: dict[str, Any],
+    augment: tuple[list[str], str] | None = None,
+) -> str:
+    """The `audioeval build` command line that reproduces a folder; local paths appear as placeholders."""
+    parts = [f"audioeval build {benchmark} --output_dir <folder> --configs {','.join(configs)}"]
+    parts += [f"--{flag} {generation[flag]}" for flag in GENERATION_FLAGS if generation.get(flag) is not None]
+    others = [f"{k}={v}" for k, v in generation["parameters"].items()]
+    others += [
+        f"{k}=<{source.removesuffix(' (a local copy)')}>" for k, source in generation["sources"].items()
+    ]
+    if others:
+        parts.append("--builder_args '" + ",".join(others) + "'")
+    if augment is not None:
+        parts += [f"--augment {flag}" for flag in augment[0]] + [f"--augment_target {augment[1]}"]
+    return " ".join(parts)
+
+
+def library_versions() -> dict[str, str]:
+    import datasets
+
+    from audioeval.version import __version__
+
+    return {"audioeval": __version__, "datasets": datasets.__version__}
+
+
+class _ShardWriter:
+    """Writes encoded rows into parquet shards of about SHARD_BYTES, in row groups of at most ROW_GROUP_ROWS rows
+    or ROW_GROUP_BYTES (as `datasets` does for audio), so a reader can fetch one episode without a whole shard."""
+
+    def __init__(self, out_dir: Path, split: str, schema: pa.Schema) -> None:
+        self.out_dir, self.split, self.schema = out_dir, split, schema
+        self.shards: list[Path] = []
+        self.writer: pq.ParquetWriter | None = None
+        self.buffer: list[dict[str, Any]] = []
+        self.buffer_bytes = self.shard_bytes = 0
+        self.arrow_bytes = 0  # the rows' size in Arrow format (dataset_info's num_bytes)
+
+    def add(self, encoded: dict[str, Any]) -> None:
+        self.buffer.append(encoded)
+        self.buffer_bytes += _approx_bytes(encoded)
+        if len(self.buffer) >= ROW_GROUP_ROWS or self.buffer_bytes >= ROW_GROUP_BYTES:
+            self._write_row_group()
+        if self.shard_bytes >= SHARD_BYTES:
+            self._close_shard()
+
+    def _write_row_group(self) -> None:
+        if not self.buffer:
+            return
+        if self.writer is None:
+            path = self.out_dir / f"{self.split}-{len(self.shards):05d}.parquet.part"
+            self.shards.append(path)
+            self.writer = pq.ParquetWriter(path, self.schema)
+        table = pa.Table.from_pylist(self.buffer, schema=self.schema)
+        self.writer.write_table(table, row_group_size=len(self.buffer))
+        self.arrow_bytes += table.nbytes
+        self.shard_bytes += self.buffer_bytes
+        self.buffer, self.buffer_bytes = [], 0
+
+    def _close_shard(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+        self.writer, self.shard_bytes = None, 0
+
+    def finish(self) -> int:
+        """Closes the last shard, names the shards `<split>-i-of-n.parquet`; returns their total size."""
+        self._write_row_group()
+        self._close_shard()
+        size = 0
+        for i, path in enumerate(self.shards):
+            final = self.out_dir / f"{self.split}-{i:05d}-of-{len(self.shards):05d}.parquet"
+            path.rename(final)
+            size += final.stat().st_size
+        return size
+
+
+def _write_config(builder: Any, out_dir: Path) -> ConfigStats:
+    """Stream every split's rows into parquet shards; returns what the card states about them."""
+    import datasets
+
+    features: datasets.Features = builder.info.features
+    out_dir.mkdir(parents=True)
+    rows = arrow_bytes = download_size = 0
+    split = "test"
+    for split_gen in builder._split_generators(None):
+        split = str(split_gen.name)
+        writer = _ShardWriter(out_dir, split, features.arrow_schema)
+        examples = builder._generate_examples(**split_gen.gen_kwargs)
+        for _key, row in tqdm(examples, desc=f"{builder.config.name}/{split}", unit="row"):
+            writer.add(features.encode_example(row))
+            rows += 1
+        download_size += writer.finish()
+        arrow_bytes += writer.arrow_bytes
+    return ConfigStats(features, split, rows, arrow_bytes, download_size)
+
+
+def _approx_bytes(obj: Any) -> int:
+    if isinstance(obj, bytes | str):
+        return len(obj)
+    if isinstance(obj, dict):
+        return sum(_approx_bytes(v) for v in obj.values())
+    if isinstance(obj, list | tuple):
+        return sum(_approx_bytes(v) for v in obj)
+    return 8
+
+
+def cmd_build(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    available = builder_names()
+    if args.benchmark not in available and not args.benchmark.endswith(".py"):
+        raise UsageError("audioeval build: " + unknown_name_message("benchmark", args.benchmark, available))
+    if args.benchmark.endswith(".py"):
+        args.benchmark = str(Path(args.benchmark).resolve())
+    cls = load_builder_class(args.benchmark)
+    all_configs = builder_config_names(cls)
+    configs = [c.strip() for c in args.configs.split(",")] if args.configs else all_configs
+    for c in configs:
+        if c not in all_configs:
+            raise UsageError(
+                "--configs: " + unknown_name_message(f"config of {args.benchmark}", c, all_configs)
+            )
+    kwargs = parse_kv(args.builder_args, "--builder_args")
+    for key in ("n_episodes", "max_shots", "seed"):
+        if getattr(args, key) is not None:
+            kwargs[key] = getattr(args, key)
+
+    destination = Path(args.output_dir).expanduser().resolve()
+    if destination.exists() and any(destination.iterdir()) and not args.overwrite:
+        raise UsageError(
+            f"--output_dir {destination} exists and is not empty; choose another folder or pass --overwrite."
+        )
+    # Check every config (arguments, source folders) before generating anything.
+    builders = {}
+    for c in configs:
+        config_kwargs = {k: v for k, v in kwargs.items() if _accepts(cls, k)}
+        builders[c] = make_builder(
+            args.benchmark, c, config_kwargs, source=f"audioeval build {args.benchmark}"
+        )
+    unused = [k for k in kwargs if not _accepts(cls, k)]
+    if unused:
+        raise UsageError(f"audioeval build {args.benchmark}: the builder takes no argument {unused[0]!r}.")
+    plan = parse_augment(args.augment, args.augment_target)
+    builders = degraded_builders(builders, plan)
+
+    try:
+        destination.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise UsageError(f"--output_dir {destination}: cannot create it ({err.strerror or err}).") from err
+    staging = destination.parent / f".{destination.name}.building-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    started = time.perf_counter()
+    benchmark = Path(args.benchmark).stem
+    about = getattr(cls, "ABOUT", None)
+    generation = public_parameters(next(iter(builders.values())).config, kwargs, about)
+    generation["builder_version"] = str(cls.VERSION)
+    if plan is not None:  # degraded copies: which conditions the <config>@<condition> configs hold
+        generation["augment"] = plan.record()
+    try:
+        stats = {c: _write_config(b, staging / c) for c, b in builders.items()}
+        augment = (args.augment, args.augment_target) if args.augment else None
+        base_configs = list(dict.fromkeys(c.split(CONDITION_SEPARATOR)[0] for c in builders))
+        card = card_text(
+            Build(
+                benchmark,
+                about,
+                (cls.__doc__ or "").strip(),
+                stats,
+                generation,
+                library_versions(),
+                build_command(benchmark, base_configs, generation, augment),
+            )
+        )
+        (staging / "README.md").write_text(card, encoding="utf-8")
+        if destination.exists():
+            shutil.rmtree(destination)
+        staging.rename(destination)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    print(
+        f"wrote {sum(s.num_examples for s in stats.values())} rows in {len(stats)} config(s) to {destination} "
+        f"in {time.perf_counter() - started:.1f}s"
+    )
+    return 0
+
+
+def _accepts(cls: Any, key: str) -> bool:
+    import inspect
+
+    return key in inspect.signature(cls.BUILDER_CONFIG_CLASS).parameters
+
+
+def cmd_push(argv: list[str]) -> int:
+    args = push_parser().parse_args(argv)
+    folder = Path(args.folder).expanduser().resolve()
+    read_card(folder, f"audioeval push: {folder}")  # a built folder: a card that declares its configs
+    if "/" not in args.repo_id:
+        raise UsageError(f"--repo_id {args.repo_id!r}: expected org/name.")
+    from huggingface_hub import HfApi, get_token
+
+    # the token comes the way huggingface_hub finds it: HF_TOKEN, or the one `hf auth login` saved
+    if not get_token():
+        raise UsageError(
+            "audioeval push: no Hugging Face token. Run `hf auth login` (or set HF_TOKEN in the environment); "
+            "the token is never printed or written."
+        )
+    api = HfApi()
+    try:
+        api.create_repo(args.repo_id, repo_type="dataset", private=args.private, exist_ok=True)
+        info = api.upload_folder(
+            folder_path=str(folder),
+            repo_id=args.repo_id,
+            repo_type="dataset",
+            revision=args.revision,
+            commit_message=args.commit_message,
+        )
+    except Exception as err:  # noqa: BLE001 - report hub failures without a traceback
+        raise UsageError(
+            f"audioeval push: upload to {args.repo_id} failed: {type(err).__name__}: {err}"
+        ) from err
+    print(f"pushed {folder} to https://huggingface.co/datasets/{args.repo_id} ({getattr(info, 'oid', '')})")
+    return 0

@@ -1,6 +1,0 @@
-"""`dsp-oracle`: signal-processing reference answers for AudioICL-Bench, one method module per task family
-(count, length, arithmetic, remap, morse, anomaly), calibrated on each episode's demonstrations."""
-
-from audioeval.models.baselines.dsp_oracle.model import METHODS, DspOracleModel
-
-__all__ = ["METHODS", "DspOracleModel"]

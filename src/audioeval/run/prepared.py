@@ -1,0 +1,228 @@
+"""Turning selected task names plus command-line settings into runnable tasks, and checking them
+(templates, targets, shot counts, the model's needs) before any model is loaded."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from audioeval.augment.episode import augment_episode
+from audioeval.augment.plan import Condition
+from audioeval.config.registry import TaskRegistry
+from audioeval.config.task import TaskConfig
+from audioeval.config.templates import PromptRenderer
+from audioeval.data.builders import EpisodeBuilder, builder_names, make_builder
+from audioeval.data.stored_episodes import DatasetEpisodes, open_episodes
+from audioeval.errors import ConfigError, UsageError, unknown_name_message
+from audioeval.results.scoring import TaskScorer
+from audioeval.run.requirements import module_source
+from audioeval.types import Request, RequestId, ShownEpisode
+
+log = logging.getLogger("audioeval")
+
+
+@dataclass
+class PreparedTask:
+    config: TaskConfig
+    builder: EpisodeBuilder
+    renderer: PromptRenderer
+    shots: list[int]
+    indices: list[int]
+    gen_kwargs: dict[str, Any]
+    scorer: TaskScorer
+    skipped_shots: list[int] = field(default_factory=list)
+    augment: Condition | None = None  # a robustness condition applied to every episode (audioeval.augment)
+
+    @property
+    def name(self) -> str:
+        """The task's name; a degraded copy is `<task>@<condition>`."""
+        return self.config.name if self.augment is None else self.augment.task_name(self.config.name)
+
+    @property
+    def dataset_revision(self) -> dict[str, Any] | None:
+        """Which stored data the episodes came from (`--task_args dataset=`), None when generated."""
+        return self.builder.revision() if isinstance(self.builder, DatasetEpisodes) else None
+
+    def source_files(self) -> dict[str, list[Path]]:
+        """The code this task runs, by what the user would call it: for the preflight import check."""
+        parser = module_source(self.scorer.parser_module)
+        builder = getattr(self.builder, "builder", self.builder)  # stored episodes: the builder behind them
+        files = {
+            f"the builder of task {self.name}": [Path(inspect.getfile(type(builder)))],
+            f"the metrics of task {self.name}": list(self.scorer.metric_files),
+            f"parser {self.config.parser['name']!r}": [parser] if parser else [],
+        }
+        return files
+
+    def episode(self, index: int) -> dict[str, Any]:
+        episode = self.builder.episode(index)
+        return episode if self.augment is None else augment_episode(episode, self.augment, self.builder)
+
+    def requests_for(self, episode: dict[str, Any]) -> list[tuple[Request, str]]:
+        """One (request, target) per shot count for this episode."""
+        out = []
+        for k in self.shots:
+            messages = self.renderer.render(episode, k)
+            info = {
+                "sample_info": {
+                    "task": self.config.name,
+                    "k": k,
+                    "episode": int(episode["index"]),
+                    "episode_id": episode.get("id"),
+                    "builder_config": self.config.builder_config,
+                    "metadata": episode.get("metadata") or {},
+                    "params": self.config.param_values,
+                },
+                "episode": episode,
+            }
+            if self.augment is not None:
+                info["sample_info"]["augment"] = self.augment.name
+            request = Request(
+                messages=messages,
+                gen_kwargs=self.gen_kwargs,
+                rid=RequestId(self.config.name, k, int(episode["index"])),
+                choices=self.renderer.label_space(episode, k),
+                shown=ShownEpisode.of(episode, k, self.config.builder_config),
+                info=info,
+            )
+            out.append((request, self.renderer.render_target(episode, k)))
+        return out
+
+
+def resolve_limit(limit: str | float | int | None, total: int) -> int:
+    if limit is None:
+        return total
+    try:
+        value = float(limit)
+    except (TypeError, ValueError) as err:
+        raise UsageError(
+            f"--limit must be a count such as 50 or a fraction such as 0.1, got {limit!r}."
+        ) from err
+    if not math.isfinite(value) or value <= 0:
+        raise UsageError(
+            f"--limit must be a positive count such as 50 or a fraction such as 0.1, got {limit!r}."
+        )
+    if value < 1.0:
+        return max(1, math.ceil(total * value))
+    if value != int(value):
+        raise UsageError(f"--limit must be an integer count or a fraction below 1, got {limit!r}.")
+    return min(total, int(value))
+
+
+def split_task_args(task_args: dict[str, Any], tasks: list[TaskConfig]) -> None:
+    """Every --task_args key must be a parameter of at least one selected task."""
+    declared = {p for t in tasks for p in t.parameters}
+    for key in task_args:
+        if key not in declared:
+            names = ", ".join(t.name for t in tasks[:5]) + (" ..." if len(tasks) > 5 else "")
+            raise UsageError(
+                "--task_args: "
+                + unknown_name_message("task parameter", key, declared, f"(the selected tasks: {names})")
+            )
+
+
+def prepare_tasks(
+    registry: TaskRegistry,
+    task_names: list[str],
+    *,
+    num_fewshot: list[int] | None,
+    task_args: dict[str, Any],
+    limit: str | float | None,
+    seed: int,
+    gen_kwargs: dict[str, Any],
+) -> list[PreparedTask]:
+    configs = [registry.tasks[n] for n in task_names]
+    split_task_args(task_args, configs)
+    prepared = []
+    for base in configs:
+        own_args = {k: v for k, v in task_args.items() if k in base.parameters}
+        config = base.with_params(own_args, "--task_args")
+        kwargs = dict(config.builder_kwargs)
+        kwargs.setdefault("seed", seed)
+        config.builder_kwargs = kwargs
+        started = time.perf_counter()
+        builder = make_builder(
+            config.builder,
+            config.builder_config,
+            kwargs,
+            base_dir=config.dir_of("builder"),
+            source=str(config.path),
+        )
+        if config.param_values.get("dataset"):
+            builder = _stored_episodes(builder, config, own_args)
+        log.debug("builder for %s ready in %.2fs", config.name, time.perf_counter() - started)
+        shots_requested = list(num_fewshot) if num_fewshot is not None else list(config.num_fewshot)
+        shots = [k for k in shots_requested if k >= config.min_shots]
+        skipped = [k for k in shots_requested if k < config.min_shots]
+        needs = f"k >= {config.min_shots}" + (
+            f" with {config.min_shots_reason}" if config.min_shots_reason else ""
+        )
+        if skipped:
+            log.warning("%s: skipping k=%s (this task needs %s)", config.name, skipped, needs)
+        if not shots:
+            raise UsageError(
+                f"--num_fewshot {','.join(map(str, shots_requested))}: task {config.name!r} needs {needs}."
+            )
+        limit_count = resolve_limit(limit, builder.num_episodes())
+        merged_kwargs = {**config.generation_kwargs, **gen_kwargs}
+        prepared.append(
+            PreparedTask(
+                config=config,
+                builder=builder,
+                renderer=PromptRenderer(config),
+                shots=shots,
+                indices=list(range(limit_count)),
+                gen_kwargs=merged_kwargs,
+                scorer=TaskScorer(config),
+                skipped_shots=skipped,
+            )
+        )
+    return prepared
+
+
+def _stored_episodes(builder: EpisodeBuilder, config: TaskConfig, given: dict[str, Any]) -> Any:
+    """`--task_args dataset=...`: the task reads its episodes from that data instead of its builder."""
+    spec = str(config.param_values["dataset"])
+    ignored = [k for k in given if k != "dataset" and config.parameters[k].builder_kwarg]
+    if ignored:
+        log.warning(
+            "%s: %s set with dataset=%s: the stored episodes were generated with the build's own settings, "
+            "so these are ignored",
+            config.name,
+            ", ".join(ignored),
+            spec,
+        )
+    benchmark = Path(config.builder).stem
+    return open_episodes(builder, spec, benchmark, config.split, [benchmark, *builder_names()])
+
+
+def preflight(tasks: list[PreparedTask], model_cls: Any, model_args: dict[str, Any] | None = None) -> None:
+    """Render episode 0 of every task at every k: template errors, clip mismatches, missing label spaces,
+    generation settings the model does not take and tasks the model has no method for all surface here,
+    before the model is loaded."""
+    for task in tasks:
+        model_cls.check_task(task.config.name, task.config.builder_config)
+        if task.config.generation_kwargs:
+            model_cls.check_gen_kwargs(
+                task.config.generation_kwargs, f"{task.config.path}: generation_kwargs", model_args or {}
+            )
+        if not task.indices:
+            raise ConfigError(f"{task.config.path}: the builder produced no episodes.")
+        episode = task.episode(task.indices[0])
+        available = len(episode.get("demos") or [])
+        too_many = [k for k in task.shots if k > available]
+        if too_many:
+            limit = task.builder.max_supported_shots()
+            reason = f" (this task supports at most {limit})" if limit is not None else ""
+            raise UsageError(
+                f"task {task.name!r}: k={max(too_many)} needs {max(too_many)} demonstrations but its episodes carry "
+                f"{available}{reason}. Lower --num_fewshot, or raise the episode size with --task_args max_shots=N "
+                "where the task declares it."
+            )
+        for request, _target in task.requests_for(episode):
+            model_cls.check_request(request.for_backend(), str(task.config.path))
