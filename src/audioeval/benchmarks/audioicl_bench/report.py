@@ -208,13 +208,15 @@ def markdown(
 
 
 def plot(records: list[dict[str, Any]], path: Path) -> Path:
+    """Accuracy vs k per task, three panels a row, sized to be read at 100 % zoom where the viewer shows it
+    (about 1,000 px wide); one legend for the figure, above the panels, so it covers no line."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     n = len(records)
-    cols = min(5, n)
+    cols = min(3, n)
     rows = math.ceil(n / cols)
-    fig = Figure(figsize=(3.2 * cols, 2.8 * rows), dpi=110)
+    fig = Figure(figsize=(3.4 * cols, 2.7 * rows + 0.8), dpi=100)
     FigureCanvasAgg(fig)
     for i, r in enumerate(records):
         ax = fig.add_subplot(rows, cols, i + 1)
@@ -224,10 +226,10 @@ def plot(records: list[dict[str, Any]], path: Path) -> Path:
             acc = [100 * v["accuracy"] for _, v in points]
             lo = [100 * (v["ci95"][0] if v["ci95"][0] is not None else v["accuracy"]) for _, v in points]
             hi = [100 * (v["ci95"][1] if v["ci95"][1] is not None else v["accuracy"]) for _, v in points]
-            ax.fill_between(ks, lo, hi, alpha=0.25, color="tab:blue", linewidth=0)
+            ax.fill_between(ks, lo, hi, alpha=0.25, color="tab:blue", linewidth=0, label="95% CI")
             ax.plot(ks, acc, marker="o", color="tab:blue", label="accuracy")
             ax.set_xticks(ks)
-        ax.axhline(100 * r["chance"], color="black", linestyle=":", linewidth=1.2, label="chance")
+        ax.axhline(100 * r["chance"], color="black", linestyle=":", linewidth=1.3, label="chance")
         shortcut = sorted((k, v["shortcut"]) for k, v in r["per_k"].items() if v.get("shortcut") is not None)
         if shortcut:
             ax.plot(
@@ -235,19 +237,30 @@ def plot(records: list[dict[str, Any]], path: Path) -> Path:
                 [100 * v for _, v in shortcut],
                 color="tab:red",
                 linestyle="--",
-                linewidth=1.2,
+                linewidth=1.3,
                 label="shortcut",
             )
         ax.set_ylim(-2, 102)
-        ax.set_title(f"{r['name']} ({r['short']})", fontsize=9)
-        ax.set_xlabel("shots k", fontsize=8)
+        ax.set_title(f"{r['name']} ({r['short']})", fontsize=11)
+        ax.set_xlabel("shots k", fontsize=10)
         if i % cols == 0:
-            ax.set_ylabel("accuracy (%)", fontsize=8)
-        ax.tick_params(labelsize=7)
-        if i == 0:
-            ax.legend(fontsize=7, loc="upper left")
-    fig.suptitle("AudioICL-Bench shot scaling (95% CI bands; dotted: chance; dashed: shortcut)", fontsize=10)
-    fig.tight_layout()
+            ax.set_ylabel("accuracy (%)", fontsize=10)
+        ax.tick_params(labelsize=9)
+    handles: dict[str, Any] = {}
+    for ax in fig.axes:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(label, handle)
+    fig.suptitle("AudioICL-Bench shot scaling", fontsize=13, y=0.995)
+    fig.legend(
+        list(handles.values()),
+        list(handles),
+        loc="upper center",
+        ncol=len(handles),
+        fontsize=10,
+        frameon=False,
+        bbox_to_anchor=(0.5, 1 - 0.4 / fig.get_figheight()),
+    )
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.7 / fig.get_figheight()))
     fig.savefig(path)
     return path
 

@@ -294,11 +294,30 @@
       part.label !== null && part.label !== undefined ? h("span", { class: "label", title: "label in the episode: " + part.label }, part.label) : null,
       h("span", { class: "dur" }, fmt(part.seconds, 2) + " s"));
     if (part.status === "ok") {
-      return h("span", { class: "clip ok", dataset: { sha: part.sha256, seconds: part.seconds } }, head,
-        h("audio", { controls: true, preload: "metadata", src: part.url }));
+      return h("span", { class: "clip ok", dataset: { sha: part.sha256, seconds: part.seconds } }, head, player(part.url, part.seconds));
     }
     return h("span", { class: "clip missing", dataset: { sha: part.sha256, seconds: part.seconds }, title: "sha256 " + part.sha256 },
       head, h("span", { class: "why" }, "⚠ " + part.note), h("code", { class: "sha" }, part.sha256.slice(0, 16) + "…"));
+  }
+
+  // A player whose clock shows tenths of a second: the browser's own controls show 0:00 for a clip under 1 s.
+  function player(url, seconds) {
+    const audio = h("audio", { preload: "metadata", src: url });
+    const button = h("button", { class: "play", type: "button", title: "play", "aria-label": "play" }, "▶");
+    const bar = h("input", { class: "seek", type: "range", min: 0, max: 1000, value: 0, "aria-label": "position" });
+    const clock = h("span", { class: "clock" });
+    const length = () => (Number.isFinite(audio.duration) ? audio.duration : seconds || 0);
+    const show = () => {
+      clock.textContent = `${audio.currentTime.toFixed(1)} / ${length().toFixed(1)} s`;
+      bar.value = length() ? String(Math.round((1000 * audio.currentTime) / length())) : "0";
+      button.textContent = audio.paused ? "▶" : "❚❚";
+      button.title = button.ariaLabel = audio.paused ? "play" : "pause";
+    };
+    button.addEventListener("click", () => (audio.paused ? audio.play() : audio.pause()));
+    bar.addEventListener("input", () => { audio.currentTime = (Number(bar.value) / 1000) * length(); });
+    for (const event of ["timeupdate", "play", "pause", "ended", "loadedmetadata"]) audio.addEventListener(event, show);
+    show();
+    return h("span", { class: "player" }, audio, button, bar, clock);
   }
 
   function conversation(detail) {
