@@ -1,13 +1,23 @@
 """`--model openai`: any OpenAI-compatible Chat Completions server (OpenAI's audio models, Gemini's
 OpenAI-compatible endpoint, `vllm serve`). Audio goes as `input_audio` parts holding base64 WAV.
 
-Requests stream: each is sent as soon as it is rendered, with an adaptive number in flight (api_client.py)."""
+Requests stream: each is sent as soon as it is rendered, with an adaptive number in flight (api_client.py).
+Before the first request of a run the backend waits for a self-hosted endpoint to answer `GET /models` (a
+`vllm serve` that is still loading refuses connections); a 404 is checked against that list, so a model name
+the server does not serve is an error naming the ones it does; a 400 (a prompt with more audio parts than the
+server takes, or longer than its context) is a counted failure carrying the server's message."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import json
+import logging
 import re
 import threading
+import time
+import urllib.error
+import urllib.request
 from collections import OrderedDict
 from typing import Any
 
@@ -17,6 +27,8 @@ from audioeval.models.api.client import ChatClient, EndpointSettings
 from audioeval.models.base import StreamingModel
 from audioeval.models.generation import LOCAL_GEN_KWARGS
 from audioeval.types import AudioClip, AudioPart, Message, Request, Response, TextPart
+
+log = logging.getLogger("audioeval")
 
 # harness generation kwargs -> Chat Completions fields
 _KWARG_MAP = {
@@ -127,6 +139,34 @@ def completion_payload(
     return payload
 
 
+def list_models(
+    base_url: str, api_key: str, timeout: float = 10.0
+) -> tuple[int | None, list[str] | None, str]:
+    """GET {base_url}/models: (HTTP status or None without an answer, the model ids or None, what went wrong)."""
+    request = urllib.request.Request(
+        base_url.rstrip("/") + "/models", headers={"Authorization": f"Bearer {api_key}"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as reply:
+            body = json.loads(reply.read())
+    except urllib.error.HTTPError as err:
+        return err.code, None, f"HTTP {err.code}"
+    except (OSError, ValueError) as err:  # refused, reset, timed out, not JSON
+        reason = getattr(err, "reason", None) or err
+        return None, None, " ".join(str(reason).split())[:200]
+    try:
+        return 200, [str(m["id"]) for m in body["data"]], ""
+    except (KeyError, TypeError):
+        return 200, None, "not a model list"
+
+
+def _serves(ids: list[str], model: str) -> bool:
+    return model in ids or model in {i.removeprefix("models/") for i in ids}  # Gemini lists "models/<name>"
+
+
+_AUDIO_LIMIT = re.compile(r"at most \d+ audio", re.IGNORECASE)  # vLLM's 400 for too many clips in a prompt
+
+
 class OpenAIChatModel(StreamingModel):
     name = "openai"
     arg_minimums = {
@@ -168,6 +208,7 @@ class OpenAIChatModel(StreamingModel):
         max_tokens: int | None = None,
         token_limit_field: str | None = None,
         family: str = "auto",
+        wait_for_server: float | None = None,
         **kwargs: Any,
     ) -> None:
         if family not in FAMILIES:
@@ -195,6 +236,13 @@ class OpenAIChatModel(StreamingModel):
         )
         self.defaults = {"max_tokens": max_tokens} if max_tokens else {}
         self.client = ChatClient(self.settings, self.stats)
+        if wait_for_server is not None and float(wait_for_server) < 0:
+            raise ModelError(f"--model_args wait_for_server={wait_for_server}: use a number of seconds >= 0.")
+        self.wait_for_server = float(wait_for_server) if wait_for_server is not None else None
+        self._ready = False  # the endpoint answered (or there is nothing to wait for)
+        self._probe: asyncio.Task[None] | None = None
+        self._probe_loop: asyncio.AbstractEventLoop | None = None
+        self._model_checked = False
 
     @property
     def identity(self) -> dict[str, Any]:
@@ -221,10 +269,91 @@ class OpenAIChatModel(StreamingModel):
         return int(self.settings.max_concurrent or self.settings.num_concurrent)
 
     async def generate_one(self, request: Request) -> Response:
+        if not self._ready:
+            await self._wait_until_ready()
         payload = completion_payload(request, self.defaults, self.token_limit_field, self.reasoning)
         c = await self.client.complete(payload)
+        error = c.error
+        if error is not None and error.startswith("HTTP 404") and not self._model_checked:
+            await self._check_model_is_served()
+        if error is not None and error.startswith(("HTTP 400", "HTTP 413", "HTTP 422")):
+            # The server refused this request (too many audio parts, too long a prompt), not the work: it is a
+            # counted failure with the server's message, and must not count toward declaring the endpoint down.
+            # (Until the client has a public hook for this, the backend resets its run of failures itself.)
+            if hasattr(self.client, "_consecutive_failures"):
+                self.client._consecutive_failures = 0
+            if _AUDIO_LIMIT.search(error):
+                error += f" [{len(request.clips)} sent; vLLM: raise the server's --limit-mm-per-prompt]"
         info = {"attempts": c.attempts} if c.attempts > 1 else {}
-        return Response(text=c.text, error=c.error, latency_s=c.latency_s, info=info)
+        return Response(text=c.text, error=error, latency_s=c.latency_s, info=info)
+
+    # ------------------------------------------------------------------------------------------------------
+    def _wait_budget(self) -> float:
+        """Seconds to wait for the endpoint to come up: wait_for_server, else what one request's retries wait."""
+        if self.wait_for_server is not None:
+            return self.wait_for_server
+        s = self.settings
+        return sum(min(s.backoff_max, s.backoff_base * 2**i) for i in range(s.max_retries))
+
+    async def _wait_until_ready(self) -> None:
+        """One probe per run (the requests in flight share it): see `_probe_endpoint`."""
+        loop = asyncio.get_running_loop()
+        if self._probe is None or self._probe_loop is not loop:
+            self._probe, self._probe_loop = loop.create_task(self._probe_endpoint()), loop
+        await asyncio.shield(self._probe)
+        self._ready = True
+
+    async def _probe_endpoint(self) -> None:
+        """Wait, saying so once, until a self-hosted endpoint answers GET /models (vLLM refuses connections while
+        it loads). Any HTTP answer but 502-504 counts as up. After the wait budget the requests go anyway, and
+        the client's retries and its endpoint-down error (naming the URL and the last status) take over."""
+        base = self.settings.base_url
+        if not base:
+            return  # OpenAI's own API
+        budget = self._wait_budget()
+        started = time.monotonic()
+        said = False
+        while True:
+            status, _ids, reason = await asyncio.to_thread(
+                list_models, base, self.settings.api_key(), min(10.0, self.settings.timeout)
+            )
+            if status is not None and status not in (502, 503, 504):
+                if said:
+                    log.info("%s answers after %.0f s", base, time.monotonic() - started)
+                return
+            waited = time.monotonic() - started
+            if waited >= budget:
+                if said or budget >= 1:
+                    log.warning(
+                        "%s did not answer GET %s/models within %.0f s (%s); sending the requests anyway. "
+                        "Start the server, check base_url, or wait longer with --model_args wait_for_server=SECONDS.",
+                        base, base.rstrip("/"), waited, reason,
+                    )  # fmt: skip
+                return
+            if not said:
+                log.warning(
+                    "waiting up to %.0f s for %s to come up (GET /models: %s); --model_args wait_for_server=SECONDS "
+                    "sets the wait",
+                    budget, base, reason,
+                )  # fmt: skip
+                said = True
+            await asyncio.sleep(min(2.0, budget - waited))
+
+    async def _check_model_is_served(self) -> None:
+        """After a 404: if the endpoint lists its models and ours is not among them, stop with the list."""
+        self._model_checked = True
+        base = self.settings.base_url
+        if not base:
+            return
+        _status, ids, _reason = await asyncio.to_thread(
+            list_models, base, self.settings.api_key(), min(10.0, self.settings.timeout)
+        )
+        if ids is not None and not _serves(ids, self.settings.model):
+            shown = ", ".join(ids[:20]) + (f" (and {len(ids) - 20} more)" if len(ids) > 20 else "")
+            raise ModelError(
+                f"{base} does not serve a model named {self.settings.model!r}; it serves: {shown or 'nothing'} "
+                "(GET /models). Pass one of those with --model_args model=NAME."
+            )
 
     async def aclose(self) -> None:
         await self.client.aclose()

