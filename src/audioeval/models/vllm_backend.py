@@ -167,11 +167,7 @@ class VLLMModel(Model):
         if self.limit is None:
             raise ModelError("vllm: the engine was asked to start before its audio limit was known.")
         args = {**self.engine_args, "limit_mm_per_prompt": {"audio": self.limit}}
-        if (
-            "kv_cache_memory_bytes" not in args
-            and not os.environ.get("VLLM_CPU_KVCACHE_SPACE")
-            and on_cpu()
-        ):
+        if "kv_cache_memory_bytes" not in args and not os.environ.get("VLLM_CPU_KVCACHE_SPACE") and on_cpu():
             log.warning(
                 "vllm (CPU): neither VLLM_CPU_KVCACHE_SPACE (GiB) nor --model_args kv_cache_memory_bytes is set, "
                 "so vLLM reserves most of this machine's RAM for its KV cache; set one to bound it."

