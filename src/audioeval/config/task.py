@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from audioeval.config.pooled import PooledRule, read_pooled
 from audioeval.errors import ConfigError, close_matches
 
 GROUP_KEYS = {
@@ -23,6 +24,8 @@ GROUP_KEYS = {
     "facet_aggregation": "how the group aggregates its tasks' facets: mean_of_tasks (default: the unweighted mean "
     "of the tasks' values, like the group's own numbers) or pooled_mean (the plain mean over all the tasks' samples "
     "with that value)",
+    "pooled": "metrics pooled over the items of all the group's tasks per shot setting, with CIs: {metrics: [names "
+    "or globs], settings: {name: [k, ...] or {min: k}}} (results.json `pooled`)",
     "report": "registered name, module:function or ./file.py:function writing benchmark-specific tables and plots",
     "version": "version of the group definition",
     "metadata": "free-form information kept in results.json",
@@ -198,6 +201,7 @@ class GroupConfig:
     version: Any = None
     metadata: dict[str, Any] = field(default_factory=dict)
     facet_aggregation: str = "mean_of_tasks"
+    pooled: PooledRule | None = None
 
 
 FACET_AGGREGATIONS = ("mean_of_tasks", "pooled_mean")
@@ -713,6 +717,7 @@ def load_group_config(path: Path) -> GroupConfig:
         version=data.get("version"),
         metadata=dict(data.get("metadata") or {}),
         facet_aggregation=facet_aggregation,
+        pooled=read_pooled(data.get("pooled"), _where(path, text, "pooled")),
     )
 
 

@@ -227,3 +227,66 @@ def _pooled_block(
     block = _metric_block(summaries, len(selected), sum(r.error for r in selected))
     block["subtasks"] = list(rows)
     return block
+
+
+def aggregate_pooled(
+    registry: TaskRegistry,
+    group_names: list[str],
+    rows: dict[str, list[ScoreRow]],
+    n_resamples: int,
+    seed: int,
+) -> dict[str, dict[str, Any]]:
+    """pooled[group][setting] for each group with a `pooled:` rule (config/pooled.py): per metric, the mean
+    over the items (task, episode) of all its evaluated tasks, each item's value the mean of its scores at
+    the setting's k, with a bootstrap CI over items. `n` counts the items run in the setting,
+    `<metric>_missing` those without a value, `subtasks` the tasks run in it and `<metric>_unscored` those
+    of them without any value. A setting no task ran in has no block."""
+    out: dict[str, dict[str, Any]] = {}
+    for gname in group_names:
+        rule = registry.groups[gname].pooled
+        if rule is None:
+            continue
+        leaves = {t: rows[t] for t in registry.leaf_tasks(gname) if t in rows}
+        names = _metric_names(
+            list(rule.metrics), {n for task_rows in leaves.values() for n in score_names(task_rows)}
+        )
+        blocks = {}
+        for setting, shots in rule.settings.items():
+            chosen = {t: [r for r in task_rows if shots.holds(r.k)] for t, task_rows in leaves.items()}
+            chosen = {t: task_rows for t, task_rows in chosen.items() if task_rows}
+            if chosen:
+                blocks[setting] = _items_block(chosen, names, n_resamples, (seed, gname, setting))
+        if blocks:
+            out[gname] = blocks
+    return out
+
+
+def _items_block(
+    rows: dict[str, list[ScoreRow]], names: list[str], n_resamples: int, seed_parts: tuple[Any, ...]
+) -> dict[str, Any]:
+    """One value per item and metric (the mean of the item's values, NaN without any), pooled over tasks."""
+    columns: dict[str, list[float]] = {name: [] for name in names}
+    scored: dict[str, set[str]] = {name: set() for name in names}
+    for task, task_rows in rows.items():
+        by_item: dict[int, list[ScoreRow]] = {}
+        for row in task_rows:
+            by_item.setdefault(row.episode, []).append(row)
+        for episode in sorted(by_item):
+            for name in names:
+                values = [
+                    v for r in by_item[episode] if (v := r.scores.get(name)) is not None and not math.isnan(v)
+                ]
+                columns[name].append(float(np.mean(values)) if values else math.nan)
+                if values:
+                    scored[name].add(task)
+    arrays = {name: np.array(values, dtype=np.float64) for name, values in columns.items()}
+    summaries = _summaries(
+        arrays, {n: Aggregation("mean", (n,)) for n in names}, n_resamples, seed_parts, False
+    )
+    n_items = sum(len({r.episode for r in task_rows}) for task_rows in rows.values())
+    block = _metric_block(summaries, n_items, sum(r.error for task_rows in rows.values() for r in task_rows))
+    for name in names:
+        if unscored := [t for t in rows if t not in scored[name]]:
+            block[f"{name}_unscored"] = unscored
+    block["subtasks"] = list(rows)
+    return block

@@ -22,9 +22,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from audioeval.config.parsers import get_parser
 from audioeval.config.task import TaskConfig
 from audioeval.errors import ConfigError, unknown_name_message
-from audioeval.config.parsers import get_parser
 from audioeval.resources import metrics_dir
 from audioeval.results.stats import Aggregation
 
