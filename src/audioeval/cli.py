@@ -10,11 +10,16 @@ import logging
 import os
 import sys
 import traceback
+from typing import TYPE_CHECKING
 
 from audioeval.augment.arguments import add_augment_arguments
 from audioeval.errors import AudioEvalError, TasksUnscored, UsageError
 from audioeval.kvargs import parse_kv
 from audioeval.redact import RedactingFilter, redact_text
+
+if TYPE_CHECKING:  # the run's modules load only when a run starts: `--help` stays fast
+    from audioeval.run.conductor import RunOutcome
+    from audioeval.run.settings import RunConfig
 
 log = logging.getLogger("audioeval")
 DEFAULT_MODEL = "chance"
@@ -118,30 +123,54 @@ def setup_logging(verbosity: str) -> None:
 def cmd_run(argv: list[str]) -> int:
     args = run_parser().parse_args(argv)
     setup_logging(args.verbosity)
+    check_run_args(args)
+    listing = _listing(args)
+    if listing is not None:
+        print(listing)
+        return 0
+    from audioeval.run.conductor import conduct
+
+    outcome = conduct(run_config(args))
+    if outcome is None:  # ranks other than 0
+        return 0
+    _say_outcome(outcome)
+    return 0
+
+
+def check_run_args(args: argparse.Namespace) -> None:
+    """Flags whose values are wrong whatever the tasks: checked before anything is loaded."""
     if args.batch_size < 1:
         raise UsageError(f"--batch_size must be at least 1, got {args.batch_size}.")
     if args.bootstrap_iters < 0:
         raise UsageError(
             f"--bootstrap_iters must be 0 (no confidence intervals) or more resamples, got {args.bootstrap_iters}."
         )
+
+
+def _listing(args: argparse.Namespace) -> str | None:
+    """What `--model list`, `--tasks list` and `--augment list` print; None for a run."""
     if args.model == "list":
         from audioeval.models.registry import listing, use_backend_folders
 
         use_backend_folders(args.include_path)
-        print(listing())
-        return 0
+        return listing()
     if not args.tasks:
         raise UsageError("--tasks is required: a comma list of tasks or groups (`--tasks list` shows them).")
     if args.tasks.strip() == "list":
         from audioeval.config.registry import TaskRegistry
 
-        print(TaskRegistry.discover(args.include_path).listing())
-        return 0
+        return TaskRegistry.discover(args.include_path).listing()
     if "list" in args.augment:
         from audioeval.augment.plan import catalogue_listing
 
-        print(catalogue_listing())
-        return 0
+        return catalogue_listing()
+    return None
+
+
+def run_config(args: argparse.Namespace) -> RunConfig:
+    """The run the flags ask for (the offline `chance` baseline without --model, with a notice)."""
+    from audioeval.run.settings import RunConfig
+
     if not args.model:
         # lm-eval defaults its model too: the documented one-liner runs as typed, on an offline baseline
         args.model = DEFAULT_MODEL
@@ -151,15 +180,13 @@ def cmd_run(argv: list[str]) -> int:
             "(or openai, vllm; see README.md, Models).",
             DEFAULT_MODEL,
         )
-    from audioeval.run.conductor import RunConfig, run_evaluation
-
     judges = [j.strip() for spec in args.judge for j in spec.split(",") if j.strip()]
     judge_args = [parse_kv(a, "--judge_args") for a in args.judge_args]
     if judge_args and len(judge_args) not in (1, len(judges)):
         raise UsageError(f"--judge_args: give one per --judge ({len(judges)}), or one shared by all.")
     if len(judge_args) == 1 and len(judges) > 1:
         judge_args = judge_args * len(judges)
-    cfg = RunConfig(
+    return RunConfig(
         tasks=args.tasks,
         model=args.model,
         model_args=parse_kv(args.model_args, "--model_args"),
@@ -181,30 +208,32 @@ def cmd_run(argv: list[str]) -> int:
         augment=args.augment,
         augment_target=args.augment_target,
     )
-    output = run_evaluation(cfg)
-    if output is None:  # ranks other than 0
-        return 0
-    print(output["table"])
-    if "run_dir" in output:
-        print(f"\nresults: {output['run_dir']}/results.json")
-        for path in output.get("reports") or []:
+
+
+def _say_outcome(outcome: RunOutcome) -> None:
+    """The table, where the results went, then what went wrong; exit code 3 (TasksUnscored) when a task got no
+    answer at all or a judge endpoint went down."""
+    record = outcome.record
+    print(outcome.table)
+    if outcome.run_dir is not None:
+        print(f"\nresults: {outcome.run_dir}/results.json")
+        for path in record.reports or []:
             print(f"report: {path}")
     sys.stdout.flush()
-    if output.get("resume_note"):
-        log.info(output["resume_note"])
-    for warning in output.get("warnings") or []:
+    if outcome.resume_note:
+        log.info(outcome.resume_note)
+    for warning in record.warnings:
         log.warning(warning)
-    if output.get("unscored_tasks"):
+    if record.unscored_tasks:
         raise TasksUnscored(
-            f"{len(output['unscored_tasks'])} task(s) got no answer at all: {', '.join(output['unscored_tasks'])} "
+            f"{len(record.unscored_tasks)} task(s) got no answer at all: {', '.join(record.unscored_tasks)} "
             "(see the warnings above); exit code 3."
         )
-    if output.get("judges_down"):
+    if record.judges_down:
         raise TasksUnscored(
-            f"judge endpoint(s) went down: {', '.join(output['judges_down'])}; their remaining verdicts are "
+            f"judge endpoint(s) went down: {', '.join(record.judges_down)}; their remaining verdicts are "
             "missing (see the warnings above). Every model response is cached: rerun once they are back; exit code 3."
         )
-    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

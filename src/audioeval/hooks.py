@@ -20,11 +20,13 @@ from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, Generic, TypeVar, cast
 
 from audioeval.errors import ConfigError, unknown_name_message
 
 WINGS_PACKAGE = "audioeval.benchmarks"
+#: the signature of one kind of hook (a parser's, a verdict reader's, a report's)
+Hook = TypeVar("Hook", bound=Callable[..., Any])
 
 
 def import_file(path: Path, module_name: str) -> ModuleType:
@@ -59,18 +61,20 @@ def wing_modules(module: str) -> list[str]:
     return found
 
 
-class HookKind:
-    """One kind of hook (parsers, verdict readers, reports): its registry and how a YAML value resolves."""
+class HookKind(Generic[Hook]):
+    """One kind of hook (parsers, verdict readers, reports): its registry and how a YAML value resolves.
+    `Hook` is the signature the kind's functions have; one named by `module:function` or `./file.py:function`
+    is taken to have it (it is called as the kind calls its functions)."""
 
     def __init__(self, kind: str, core_modules: tuple[str, ...], wing_module: str) -> None:
         self.kind = kind
         self.core_modules = core_modules
         self.wing_module = wing_module
-        self._registry: dict[str, Callable[..., Any]] = {}
+        self._registry: dict[str, Hook] = {}
         self._loaded = False
 
-    def register(self, name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-        def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+    def register(self, name: str) -> Callable[[Hook], Hook]:
+        def decorate(fn: Hook) -> Hook:
             if name in self._registry and self._registry[name] is not fn:
                 raise RuntimeError(f"{self.kind} {name!r} registered twice")
             self._registry[name] = fn
@@ -89,7 +93,7 @@ class HookKind:
         self._load()
         return sorted(self._registry)
 
-    def resolve(self, spec: Any, base_dir: Path | None, source: str) -> Callable[..., Any]:
+    def resolve(self, spec: Any, base_dir: Path | None, source: str) -> Hook:
         """The function `spec` names. `base_dir`: where `./file.py` is looked for; `source`: the file (and
         key) the spec comes from, for the error message."""
         if not isinstance(spec, str) or not spec.strip():
@@ -106,7 +110,7 @@ class HookKind:
         fn = getattr(module, func, None)
         if not callable(fn):
             raise ConfigError(f"{source}: {self.kind} {spec!r}: {where} has no function {func!r}.")
-        return fn
+        return cast(Hook, fn)
 
     def _module(self, where: str, base_dir: Path | None, spec: str, source: str) -> ModuleType:
         if where.endswith(".py"):

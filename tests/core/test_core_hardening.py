@@ -292,12 +292,13 @@ def test_bad_values_are_one_line_errors(extra, message):
 
 def test_model_arguments_are_checked_before_any_task_is_prepared(monkeypatch):
     import audioeval.run.conductor as run_module
+    import audioeval.run.planning as planning  # the run's first stage: what is checked before anything runs
 
     def no_preparation(*args, **kwargs):
         raise AssertionError("tasks were prepared before the model arguments were checked")
 
-    monkeypatch.setattr(run_module.TaskRegistry, "discover", no_preparation)
-    monkeypatch.setattr(run_module, "prepare_tasks", no_preparation)
+    monkeypatch.setattr(planning.TaskRegistry, "discover", no_preparation)
+    monkeypatch.setattr(planning, "prepare_tasks", no_preparation)
     for model, args in (
         ("chance", {"sed": 1}),
         ("openai", {"model": "x", "num_concurrent": "abc"}),

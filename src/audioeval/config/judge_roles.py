@@ -15,18 +15,18 @@ import jinja2
 
 from audioeval.config.task import TaskConfig
 from audioeval.config.templates import compile_file, make_environment
-from audioeval.config.verdicts import VERDICTS
+from audioeval.config.verdicts import VERDICTS, VerdictReader
 from audioeval.errors import ConfigError
 
 
 @dataclass
 class JudgeRole:
     name: str
-    template: Any
+    template: jinja2.Template
     template_path: Path
-    read_verdict: Callable[[str], Any]  # what `verdict:` names
+    read_verdict: VerdictReader  # what `verdict:` names
     swap: bool
-    when: Any
+    when: Callable[..., Any] | None  # the compiled `when:` condition, called with the sample's context
     max_tokens: int
 
 

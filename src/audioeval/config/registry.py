@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from audioeval.config.judge_roles import load_roles
+from audioeval.config.judge_roles import JudgeRole, load_roles
 from audioeval.config.task import (
     ConfigError,
     GroupConfig,
@@ -34,6 +34,8 @@ class TaskRegistry:
     tasks: dict[str, TaskConfig] = field(default_factory=dict)
     groups: dict[str, GroupConfig] = field(default_factory=dict)
     broken: dict[str, str] = field(default_factory=dict)  # file (or group) -> why it is unusable
+    #: task -> its judge roles, made ready once when the task is discovered (the run's panel uses these)
+    judge_roles: dict[str, list[JudgeRole]] = field(default_factory=dict)
 
     @classmethod
     def discover(cls, include_paths: Sequence[str | Path] | None = None) -> TaskRegistry:
@@ -46,11 +48,13 @@ class TaskRegistry:
                 if path.name.startswith("_"):
                     continue
                 try:
-                    entry = registry._load_file(path)
+                    entry, roles = registry._load_file(path)
                 except ConfigError as err:
                     registry.broken[str(path)] = str(err)
                     continue
                 registry._add(entry)
+                if roles:
+                    registry.judge_roles[entry.name] = roles
         registry._add_implicit_groups()
         registry._check_groups()
         for problem in registry.broken.values():
@@ -58,13 +62,13 @@ class TaskRegistry:
         return registry
 
     @staticmethod
-    def _load_file(path: Path) -> TaskConfig | GroupConfig:
+    def _load_file(path: Path) -> tuple[TaskConfig | GroupConfig, list[JudgeRole]]:
         data, _ = read_yaml(path)
         if is_group_file(data):
-            return load_group_config(path)
+            return load_group_config(path), []
         config = load_task_config(path)
-        load_roles(config)  # a judge role that cannot run makes the task unusable, with or without --judge
-        return config
+        # a judge role that cannot run makes the task unusable, with or without --judge
+        return config, load_roles(config)
 
     def _add(self, entry: TaskConfig | GroupConfig) -> None:
         """A name defined twice is an error: which definition runs must never depend on discovery order."""

@@ -10,14 +10,13 @@ YAML (see audioeval.hooks)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from audioeval.hooks import HookKind
 
 _RESULT_YES_NO = re.compile(r"result\s*[:：]\s*\**\s*(yes|no)\b", re.IGNORECASE)
 _NUMBER = re.compile(r"(?<![\w.])(-?\d+(?:\.\d+)?)")
-VERDICTS = HookKind("verdict reader", core_modules=("audioeval.config.verdicts",), wing_module="verdicts")
-register = VERDICTS.register
 
 
 @dataclass(frozen=True)
@@ -29,6 +28,14 @@ class OutOfRange:
 
     def __str__(self) -> str:
         return f"verdict {self.number:g} is outside the scale ({self.scale})"
+
+
+#: `(reply) -> number or text verdict`; None when the reply holds none, OutOfRange off the scale
+VerdictReader = Callable[[str], float | str | OutOfRange | None]
+VERDICTS: HookKind[VerdictReader] = HookKind(
+    "verdict reader", core_modules=("audioeval.config.verdicts",), wing_module="verdicts"
+)
+register = VERDICTS.register
 
 
 @register("yes_no")

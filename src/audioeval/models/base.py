@@ -13,13 +13,41 @@ from __future__ import annotations
 import asyncio
 import inspect
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from audioeval.errors import ModelError, UsageError, unknown_name_message
 from audioeval.kvargs import annotation_kind, check_declared, kind_error
 from audioeval.models.endpoint_stats import EndpointStats
 from audioeval.models.generation import LOCAL_GEN_KWARGS
 from audioeval.types import Request, Response
+
+if TYPE_CHECKING:  # the backend contract stays light to import (`--model list`, `--help`)
+    from audioeval.config.task import TaskConfig
+    from audioeval.config.templates import PromptRenderer
+
+
+class ModelTask(Protocol):
+    """What `Model.prepare` sees of a task about to run (a prepared task of the run satisfies it)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def config(self) -> TaskConfig: ...
+
+    @property
+    def shots(self) -> list[int]: ...
+
+    @property
+    def indices(self) -> list[int]: ...
+
+    @property
+    def renderer(self) -> PromptRenderer: ...
+
+    def episode(self, index: int) -> dict[str, Any]: ...
+
+    def requests_for(self, episode: dict[str, Any]) -> list[tuple[Request, str]]: ...
 
 
 class Model(ABC):
@@ -102,7 +130,7 @@ class Model(ABC):
             stats = self.__dict__["_stats"] = EndpointStats()
         return stats
 
-    def prepare(self, tasks: list[Any]) -> None:  # noqa: B027 - optional hook
+    def prepare(self, tasks: Sequence[ModelTask]) -> None:  # noqa: B027 - optional hook
         """Called once with the prepared tasks after the model is created and before evaluation starts (e.g. to
         size an engine for the largest number of clips per prompt the tasks will send)."""
 

@@ -16,10 +16,11 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from audioeval.errors import ModelError
-from audioeval.models.base import Model
+from audioeval.models.base import Model, ModelTask
 from audioeval.models.generation import GenerationSettings, read_settings
 from audioeval.models.hf.frontend import AudioChatFrontend
 from audioeval.seeds import stable_seed
@@ -56,7 +57,7 @@ def on_cpu() -> bool:
     return bool(getattr(current_platform, "is_cpu", lambda: False)())
 
 
-def max_clips_per_request(tasks: list[Any]) -> int:
+def max_clips_per_request(tasks: Sequence[ModelTask]) -> int:
     """The largest clip count over the first and last episode of each task at each of its shot counts.
 
     Episodes of a task share their structure (the builders are pure functions of the config and the index),
@@ -155,7 +156,7 @@ class VLLMModel(Model):
     def batch_window(self) -> int:
         return self.request_chunk_size  # a whole window in one call: no chunk boundaries inside it
 
-    def prepare(self, tasks: list[Any]) -> None:
+    def prepare(self, tasks: Sequence[ModelTask]) -> None:
         """Size the engine for the tasks about to run, then start it."""
         if self.limit is None:
             self.limit = max(1, max_clips_per_request(tasks))

@@ -1,35 +1,53 @@
-"""Benchmark-specific tables and plots, run on rank 0 after results.json is written.
+"""Benchmark-specific tables and plots, run on rank 0 once the run's results are complete.
 
 A task or group YAML names its report as `report:` a registered name (`@register("name")` in a benchmark
-wing's `report` module), `module:function` or `./file.py:function` (see audioeval.hooks). The function
-receives a ReportContext and returns the paths it wrote; they are listed under `reports` in results.json.
+wing's `report` module), `module:function` or `./file.py:function` (see audioeval.hooks). The names are
+resolved once, before the run starts (`resolve_reports`); each function then runs once, receives a
+ReportContext and returns the paths it wrote, listed under `reports` in results.json.
 
-A report only formats: every number it shows comes from results.json (`results`, `groups`, `facets`) or the
-scored samples, and what it knows about a task (its paper name, axis, chance level ...) from the task's YAML
-`metadata`. It finds its tasks with `benchmark_tasks` (a `metadata` block named after the benchmark)."""
+A report only formats: every number it shows comes from results.json (`results`, `groups`, `facets`,
+`pooled`, `reference_models`) or the scored samples, and what it knows about a task (its paper name, axis,
+chance level ...) from the task's YAML `metadata`. It finds its tasks with `benchmark_tasks` (a `metadata`
+block named after the benchmark)."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
+from audioeval.config.registry import TaskRegistry
+from audioeval.config.task import TaskConfig
 from audioeval.hooks import HookKind
+from audioeval.results.score_rows import ScoreRow
 
 log = logging.getLogger("audioeval")
-REPORTS = HookKind("report", core_modules=(), wing_module="report")
-register = REPORTS.register
+
+
+class ReportTask(Protocol):
+    """What a report may read of a task of the run (a prepared task satisfies it)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def config(self) -> TaskConfig: ...
 
 
 @dataclass
 class ReportContext:
     results: dict[str, Any]  # the results.json content
     run_dir: Path
-    rows: dict[str, list[Any]]  # task -> ScoreRow list (all ranks): the scored samples
-    registry: Any
-    tasks: list[Any]  # PreparedTask list
+    rows: dict[str, list[ScoreRow]]  # task -> its scored samples (all ranks)
+    registry: TaskRegistry
+    tasks: Sequence[ReportTask]  # the clean tasks of the run, in run order
+
+
+ReportFunction = Callable[[ReportContext], Iterable[str | Path] | None]
+REPORTS: HookKind[ReportFunction] = HookKind("report", core_modules=(), wing_module="report")
+register = REPORTS.register
 
 
 def benchmark_tasks(results: dict[str, Any], namespace: str) -> list[tuple[str, dict[str, Any]]]:
@@ -46,27 +64,40 @@ def benchmark_tasks(results: dict[str, Any], namespace: str) -> list[tuple[str, 
 
 
 @dataclass(frozen=True)
-class ReportHook:
+class Report:
     spec: str  # the YAML value
     source: str  # the task or group file that names it
-    base_dir: Path | None  # where a `./file.py` in the spec is read from
-
-    def resolve(self) -> Callable[[ReportContext], Any]:
-        return REPORTS.resolve(self.spec, self.base_dir, f"{self.source}: `report`")
+    function: ReportFunction
 
 
-def run_reports(hooks: list[ReportHook], context: ReportContext) -> list[str]:
-    """Each report function once, in order. Failures are logged, never lose the results."""
+def resolve_reports(
+    registry: TaskRegistry, tasks: Sequence[ReportTask], group_names: list[str]
+) -> list[Report]:
+    """The reports the tasks and groups name, each function once (in the order first named). A name that
+    resolves to nothing is an error naming the file, raised before any request is sent."""
+    named: list[tuple[str, str, Path | None]] = [
+        (t.config.report, str(t.config.path), t.config.dir_of("report")) for t in tasks if t.config.report
+    ]
+    for g in group_names:
+        group = registry.groups[g]
+        if group.report:
+            named.append((group.report, str(group.path), group.path.parent if group.path else None))
+    reports: list[Report] = []
+    for spec, source, base_dir in named:
+        function = REPORTS.resolve(spec, base_dir, f"{source}: `report`")
+        if all(r.function is not function for r in reports):
+            reports.append(Report(spec, source, function))
+    return reports
+
+
+def run_reports(reports: list[Report], context: ReportContext) -> list[str]:
+    """Each report in order. Failures are logged, never lose the results."""
     written: list[str] = []
-    done: set[Any] = set()
-    for hook in hooks:
+    for report in reports:
         try:
-            report = hook.resolve()
-            if report in done:
-                continue
-            done.add(report)
-            paths = report(context) or []
-            written.extend(str(p) for p in paths)
+            written.extend(str(p) for p in report.function(context) or [])
         except Exception as err:  # noqa: BLE001 - a broken plot must not cost the user their results
-            log.error("report %s (from %s) failed: %s: %s", hook.spec, hook.source, type(err).__name__, err)
+            log.error(
+                "report %s (from %s) failed: %s: %s", report.spec, report.source, type(err).__name__, err
+            )
     return written

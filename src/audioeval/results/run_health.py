@@ -4,8 +4,10 @@ silently scored as zero, and nothing that went wrong goes unmentioned."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from audioeval.results.reports import ReportTask
 from audioeval.results.score_rows import ScoreRow
 
 
@@ -51,7 +53,7 @@ def failure_warnings(
     return warnings, unscored
 
 
-def unjudged_warning(tasks: list[Any]) -> str | None:
+def unjudged_warning(tasks: Sequence[ReportTask]) -> str | None:
     """Tasks that score with an LLM judge, when no --judge is given."""
     judged = [t for t in tasks if t.config.judge]
     if not judged:

@@ -29,6 +29,8 @@ from audioeval.resources import metrics_dir
 from audioeval.results.stats import Aggregation
 
 HARNESS_SCORES = ("parse_failure_rate",)
+#: one sample's verdicts: role -> judge id -> {"value", "values", "raw", "error", "out_of_range"}
+Judgments = dict[str, dict[str, dict[str, Any]]]
 OPTIONAL_INPUTS = ("responses", "parse_failures", "sample_info", "judgments", "judge_ids")
 
 
@@ -108,7 +110,7 @@ class TaskScorer:
     def score(
         self,
         samples: list[SampleToScore],
-        judgments: list[Any] | None = None,
+        judgments: list[Judgments] | None = None,
         judge_ids: list[str] | None = None,
     ) -> list[dict[str, Any]]:
         """Per-sample records: {"prediction", "parse_failure", "scores": {name: float | None}}."""

@@ -12,9 +12,10 @@ from audioeval.augment.episode import check_refusals
 from audioeval.augment.plan import AugmentPlan
 from audioeval.results.robustness import markdown, robustness_rows
 from audioeval.results.robustness_plot import plot_sweep
+from audioeval.run.prepared import PreparedTask
 
 
-def with_conditions(tasks: list[Any], plan: AugmentPlan | None) -> list[Any]:
+def with_conditions(tasks: list[PreparedTask], plan: AugmentPlan | None) -> list[PreparedTask]:
     """Each task clean, followed by one copy per condition."""
     if plan is None:
         return tasks
@@ -26,7 +27,7 @@ def with_conditions(tasks: list[Any], plan: AugmentPlan | None) -> list[Any]:
     return out
 
 
-def clean_tasks(tasks: list[Any]) -> list[Any]:
+def clean_tasks(tasks: list[PreparedTask]) -> list[PreparedTask]:
     return [t for t in tasks if t.augment is None]
 
 
@@ -48,7 +49,7 @@ def condition_groups(
 
 def write_robustness(
     plan: AugmentPlan,
-    tasks: list[Any],
+    tasks: list[PreparedTask],
     rows: dict[str, Any],
     results: dict[str, Any],
     n_resamples: int,

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tqdm.auto import tqdm
 
@@ -28,13 +28,16 @@ from audioeval.errors import UsageError
 from audioeval.models.base import Model
 from audioeval.results.outputs import SampleLog
 from audioeval.results.score_rows import ScoreRow, facet_values
-from audioeval.results.scoring import SampleToScore
+from audioeval.results.scoring import Judgments, SampleToScore
 from audioeval.run.cache import ResponseStore
 from audioeval.run.distributed import Topology
 from audioeval.run.feed import EpisodeFeed
 from audioeval.run.prepared import PreparedTask
 from audioeval.run.serving import Server
 from audioeval.types import Request, RequestId, Response, describe_messages
+
+if TYPE_CHECKING:
+    from audioeval.run.judging import JudgePanel
 
 log = logging.getLogger("audioeval")
 
@@ -71,6 +74,7 @@ class TaskOutcome:
     rows: list[ScoreRow]
     timing: TaskTiming
     per_rank_timing: list[TaskTiming] = field(default_factory=list)
+    reference_rows: dict[str, list[ScoreRow]] = field(default_factory=dict)  # reference model -> its rows
 
 
 class Evaluator:
@@ -82,11 +86,14 @@ class Evaluator:
         topology: Topology,
         run_dir: Path,
         settings: EvalSettings,
-        judge: Any = None,
+        judge: JudgePanel | None = None,
+        references: dict[str, Model] | None = None,
     ) -> None:
         self.tasks = tasks
         self.model = model
         self.server = Server(model, cache, kind="generate")
+        # reference models answer the same requests through servers of their own (reference_models.py)
+        self.references = {n: Server(m, cache, kind="generate") for n, m in (references or {}).items()}
         self.topology = topology
         self.run_dir = run_dir
         self.settings = settings
@@ -111,15 +118,20 @@ class Evaluator:
             dynamic_ncols=True,
         )
         judge = self.judge if (self.judge is not None and task.config.judge) else None
-        pipeline = TaskPipeline(task, self.server, judge, sample_log, lambda n: bar.update(n * world))
+        names = task.config.reference_models if task.augment is None else ()
+        references = {n: self.references[n] for n in names if n in self.references}
+        pipeline = TaskPipeline(
+            task, self.server, judge, sample_log, lambda n: bar.update(n * world), references
+        )
         try:
             rows, timing = asyncio.run(pipeline.run(my_indices))
         finally:
             bar.close()
             if sample_log is not None:
                 sample_log.close()
-        rows.sort(key=lambda r: (r.episode, r.k))
-        return TaskOutcome(rows=rows, timing=timing)
+        for task_rows in (rows, *pipeline.reference_rows.values()):
+            task_rows.sort(key=lambda r: (r.episode, r.k))
+        return TaskOutcome(rows=rows, timing=timing, reference_rows=pipeline.reference_rows)
 
 
 @dataclass
@@ -130,9 +142,10 @@ class _Finished:
     sample_info: dict[str, Any]
     target: str
     response: Response
-    judgments: dict[str, Any] | None
+    judgments: Judgments | None
     audio_seconds: float
     described: dict[str, Any] | None  # the request as the sample log shows it (when logging)
+    references: dict[str, Response] = field(default_factory=dict)  # reference model -> its response
 
 
 class TaskPipeline:
@@ -146,12 +159,15 @@ class TaskPipeline:
         self,
         task: PreparedTask,
         server: Server,
-        judge: Any,
+        judge: JudgePanel | None,
         sample_log: SampleLog | None,
         progress: Callable[[int], Any],
+        references: dict[str, Server] | None = None,
     ) -> None:
         self.task = task
         self.server = server
+        self.references = references or {}
+        self.reference_rows: dict[str, list[ScoreRow]] = {name: [] for name in self.references}
         self.judge = judge
         self.sample_log = sample_log
         self.progress = progress
@@ -226,6 +242,8 @@ class TaskPipeline:
             except Exception as err:  # noqa: BLE001 - the run is stopping for another reason; keep that one
                 log.warning("could not log the %d samples that had finished: %s", len(finished), err)
         await self.server.close()
+        for reference in self.references.values():
+            await reference.close()
         if self.judge is not None:
             await self.judge.close_servers()
         self._scoring.shutdown(wait=True)
@@ -240,16 +258,25 @@ class TaskPipeline:
 
     # ------------------------------------------------------------------------------------------------------
     def _dispatch(self, pairs: list[tuple[Request, str]]) -> None:
-        futures = self.server.submit([r for r, _ in pairs])
+        requests = [r for r, _ in pairs]
+        futures = self.server.submit(requests)
+        answers = {name: server.submit(requests) for name, server in self.references.items()}
         loop = asyncio.get_running_loop()
-        for (request, target), future in zip(pairs, futures, strict=True):
-            sample = loop.create_task(self._sample(request, target, future))
+        for i, ((request, target), future) in enumerate(zip(pairs, futures, strict=True)):
+            references = {name: theirs[i] for name, theirs in answers.items()}
+            sample = loop.create_task(self._sample(request, target, future, references))
             self._samples.add(sample)
             sample.add_done_callback(self._samples.discard)
             sample.add_done_callback(self._abort_on_error)
             self._dispatched += 1
 
-    async def _sample(self, request: Request, target: str, future: asyncio.Future[Response]) -> None:
+    async def _sample(
+        self,
+        request: Request,
+        target: str,
+        future: asyncio.Future[Response],
+        references: dict[str, asyncio.Future[Response]],
+    ) -> None:
         response = await future
         judgments = None
         if self.judge is not None and response.ok:
@@ -270,6 +297,7 @@ class TaskPipeline:
             judgments,
             request.audio_seconds,
             described,
+            {name: await answer for name, answer in references.items()},
         )
         await self._unscored.acquire()
         self._ready.put_nowait(finished)
@@ -297,39 +325,56 @@ class TaskPipeline:
     # ------------------------------------------------------------------------------------------------------
     def _score_and_log(self, batch: list[_Finished]) -> None:
         """On the scoring thread: score the finished samples, keep their rows, append their records."""
-        ok = [i for i, f in enumerate(batch) if f.response.ok]
-        to_score = [
-            SampleToScore(batch[i].response.text or "", batch[i].target, batch[i].sample_info) for i in ok
-        ]
         judgments, judge_ids = None, None
         if self.judge is not None:
-            judgments = [batch[i].judgments or {} for i in ok]
+            judgments = [f.judgments or {} for f in batch if f.response.ok]
             judge_ids = [j.judge_id for j in self.judge.judges]
-        scored = self.task.scorer.score(to_score, judgments=judgments, judge_ids=judge_ids)
-        scored_by_index = dict(zip(ok, scored, strict=True))
+        results = self._score_all([f.response for f in batch], batch, judgments, judge_ids)
         records = []
-        for i, done in enumerate(batch):
-            result = scored_by_index.get(i, {"prediction": None, "parse_failure": False, "scores": {}})
+        for done, result in zip(batch, results, strict=True):
             error = not done.response.ok
             self.timing.samples += 1
             self.timing.errors += int(error)
             self.timing.audio_s += done.audio_seconds
-            self.rows.append(
-                ScoreRow(
-                    episode=done.rid.episode,
-                    k=done.rid.shots,
-                    scores=result["scores"],
-                    parse_failure=result["parse_failure"],
-                    error=error,
-                    audio_seconds=done.audio_seconds,
-                    error_message=done.response.error if error else None,
-                    facets=facet_values(done.sample_info["metadata"], self.task.config.facets),
-                )
-            )
+            self.rows.append(self._row(done, done.response, result))
             if self.sample_log is not None:
                 records.append(self._record(done, result))
         if self.sample_log is not None:
             self.sample_log.write(records)
+        for name, rows in self.reference_rows.items():  # unjudged, as a reference model's answers always are
+            answers = [f.references[name] for f in batch]
+            scored = self._score_all(answers, batch, None, None)
+            rows.extend(self._row(f, r, x) for f, r, x in zip(batch, answers, scored, strict=True))
+
+    def _score_all(
+        self,
+        responses: list[Response],
+        batch: list[_Finished],
+        judgments: list[Judgments] | None,
+        judge_ids: list[str] | None,
+    ) -> list[dict[str, Any]]:
+        """One scoring result per sample; a sample without an answer gets an empty one."""
+        ok = [i for i, r in enumerate(responses) if r.ok]
+        to_score = [SampleToScore(responses[i].text or "", batch[i].target, batch[i].sample_info) for i in ok]
+        scored = dict(
+            zip(ok, self.task.scorer.score(to_score, judgments=judgments, judge_ids=judge_ids), strict=True)
+        )
+        return [
+            scored.get(i) or {"prediction": None, "parse_failure": False, "scores": {}}
+            for i in range(len(batch))
+        ]
+
+    def _row(self, done: _Finished, response: Response, result: dict[str, Any]) -> ScoreRow:
+        return ScoreRow(
+            episode=done.rid.episode,
+            k=done.rid.shots,
+            scores=result["scores"],
+            parse_failure=result["parse_failure"],
+            error=not response.ok,
+            audio_seconds=done.audio_seconds,
+            error_message=response.error if not response.ok else None,
+            facets=facet_values(done.sample_info["metadata"], self.task.config.facets),
+        )
 
     def _record(self, done: _Finished, result: dict[str, Any]) -> dict[str, Any]:
         response, described = done.response, done.described or {}

@@ -38,7 +38,9 @@ from audioeval.errors import ConfigError, UsageError
 from audioeval.models.api.client import EndpointDown
 from audioeval.models.base import Model
 from audioeval.models.registry import create_model
+from audioeval.results.scoring import Judgments, SampleToScore
 from audioeval.run.cache import ResponseStore
+from audioeval.run.prepared import PreparedTask
 from audioeval.run.serving import Server
 from audioeval.types import Message, Request, RequestId, Response, TextPart
 
@@ -129,10 +131,10 @@ class JudgePanel:
             j.model.close()
 
     # ------------------------------------------------------------------------------------------------------
-    async def judge_sample(self, task: Any, request: Request, sample: Any) -> dict[str, Any]:
+    async def judge_sample(self, task: PreparedTask, request: Request, sample: SampleToScore) -> Judgments:
         """`{role: {judge_id: {"value", "values", "raw", "error"}}}` for one sample, every judge asked at once."""
         roles = self.roles_by_task.get(task.name, [])
-        out: dict[str, Any] = {}
+        out: Judgments = {}
         if not roles:
             return out
         context = template_view(self._context(request, sample))  # clips as opaque handles
@@ -183,7 +185,7 @@ class JudgePanel:
         except Exception as err:  # noqa: BLE001
             raise ConfigError(f"judge role {role.name!r}: its `when` condition failed: {err}") from err
 
-    def _context(self, request: Request, sample: Any) -> dict[str, Any]:
+    def _context(self, request: Request, sample: SampleToScore) -> dict[str, Any]:
         episode = request.info.get("episode") or {}
         return {
             "response": sample.response,
@@ -211,7 +213,7 @@ class JudgePanel:
         judge: Judge,
         plan: list[tuple[JudgeRole, bool]],
         replies: list[tuple[str | None, str | None]],
-        out: dict[str, Any],
+        out: Judgments,
     ) -> None:
         grouped: dict[str, list[tuple[JudgeRole, str | None, str | None]]] = {}
         for (role, _swapped), (text, error) in zip(plan, replies, strict=True):
@@ -244,7 +246,7 @@ class JudgePanel:
             elif any(isinstance(v, str) for v in values):  # a text verdict is kept as given (first order)
                 value = values[0]
             else:
-                value = None if failed else sum(float(v) for v in values if v is not None) / len(values)
+                value = sum(float(v) for v in values if isinstance(v, int | float)) / len(values)
             out.setdefault(role_name, {})[judge.judge_id] = {
                 "value": value,
                 "values": values,

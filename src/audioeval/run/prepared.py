@@ -19,6 +19,7 @@ from audioeval.config.templates import PromptRenderer
 from audioeval.data.builders import EpisodeBuilder, builder_names, make_builder
 from audioeval.data.stored_episodes import DatasetEpisodes, open_episodes
 from audioeval.errors import ConfigError, UsageError, unknown_name_message
+from audioeval.models.base import Model
 from audioeval.results.scoring import TaskScorer
 from audioeval.run.requirements import module_source
 from audioeval.types import Request, RequestId, ShownEpisode
@@ -29,7 +30,7 @@ log = logging.getLogger("audioeval")
 @dataclass
 class PreparedTask:
     config: TaskConfig
-    builder: EpisodeBuilder
+    builder: EpisodeBuilder | DatasetEpisodes  # stored data (`dataset=`) stands in for the builder
     renderer: PromptRenderer
     shots: list[int]
     indices: list[int]
@@ -146,15 +147,15 @@ def prepare_tasks(
         kwargs.setdefault("seed", seed)
         config.builder_kwargs = kwargs
         started = time.perf_counter()
-        builder = make_builder(
+        made = make_builder(
             config.builder,
             config.builder_config,
             kwargs,
             base_dir=config.dir_of("builder"),
             source=str(config.path),
         )
-        if config.param_values.get("dataset"):
-            builder = _stored_episodes(builder, config, own_args)
+        stored = config.param_values.get("dataset")
+        builder = _stored_episodes(made, config, own_args) if stored else made
         log.debug("builder for %s ready in %.2fs", config.name, time.perf_counter() - started)
         shots_requested = list(num_fewshot) if num_fewshot is not None else list(config.num_fewshot)
         shots = [k for k in shots_requested if k >= config.min_shots]
@@ -185,7 +186,9 @@ def prepare_tasks(
     return prepared
 
 
-def _stored_episodes(builder: EpisodeBuilder, config: TaskConfig, given: dict[str, Any]) -> Any:
+def _stored_episodes(
+    builder: EpisodeBuilder, config: TaskConfig, given: dict[str, Any]
+) -> EpisodeBuilder | DatasetEpisodes:
     """`--task_args dataset=...`: the task reads its episodes from that data instead of its builder."""
     spec = str(config.param_values["dataset"])
     ignored = [k for k in given if k != "dataset" and config.parameters[k].builder_kwarg]
@@ -201,7 +204,9 @@ def _stored_episodes(builder: EpisodeBuilder, config: TaskConfig, given: dict[st
     return open_episodes(builder, spec, benchmark, config.split, [benchmark, *builder_names()])
 
 
-def preflight(tasks: list[PreparedTask], model_cls: Any, model_args: dict[str, Any] | None = None) -> None:
+def preflight(
+    tasks: list[PreparedTask], model_cls: type[Model], model_args: dict[str, Any] | None = None
+) -> None:
     """Render episode 0 of every task at every k: template errors, clip mismatches, missing label spaces,
     generation settings the model does not take and tasks the model has no method for all surface here,
     before the model is loaded."""

@@ -190,3 +190,33 @@ def test_report_prints_the_shortcut_score_beside_chance(tmp_path):
         return [line.split(" | ")[3] for line in text.splitlines() if line.startswith(("| Audio", "| **A2"))]
 
     assert shortcut_cells(own) == shortcut_cells(report)  # read from its own results, recomputed for others
+
+
+def test_the_shortcut_reference_model_is_served_from_the_response_cache_on_a_rerun(tmp_path, monkeypatch):
+    """`reference_models: [shortcut]` takes the serving path every model takes: a rerun with the same cache
+    answers its requests from the cache, so it never studies a task again, and reports the same numbers as a
+    run that scores it without any cache."""
+    from audioeval.benchmarks.audioicl_bench.baselines.shortcut import ShortcutModel
+
+    studied: list[str] = []
+    study = ShortcutModel.study
+    monkeypatch.setattr(
+        ShortcutModel, "study", lambda self, task: studied.append(task.name) or study(self, task)
+    )
+
+    def evaluate(**settings) -> dict:
+        return run_evaluation(
+            RunConfig(tasks="audioicl_audio_count", model="chance", limit="4", num_fewshot=[0, 1],
+                      task_args={"n_episodes": 4, "max_shots": 1}, show_progress=False,
+                      bootstrap_resamples=100, **settings)
+        )  # fmt: skip
+
+    first = evaluate(cache_dir=str(tmp_path / "cache"))
+    assert studied == ["audioicl_audio_count"]
+    again = evaluate(cache_dir=str(tmp_path / "cache"))
+    assert studied == ["audioicl_audio_count"]  # the rerun's reference requests were all cache hits
+    assert (
+        again["reference_models"] == first["reference_models"] == evaluate(no_cache=True)["reference_models"]
+    )
+    block = first["reference_models"]["shortcut"]["audioicl_audio_count"]
+    assert set(block) == {"0-shot", "1-shot"} and block["0-shot"]["n"] == 4

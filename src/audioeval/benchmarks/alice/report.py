@@ -6,7 +6,9 @@ one-shot (k=1) and few-shot (per item, the mean over every evaluated k >= 1) —
 (ASR/SER/GR/MMAU, stages 1-2) and Task Group B (ASR/SER/GR, stages 1-3). Items of both constraint
 categories are pooled, as in the paper (CoT items count when the judge gave a verdict; each cell says which
 categories it holds, and tasks that ran without any score are named). The ± value is half the width of a
-95% percentile bootstrap interval over items.
+95% percentile bootstrap interval over items. Every number comes from results.json: the cells are the core's
+`pooled` blocks of the groups tasks/alice/alice_stage*.yaml declare (their metadata names the task group and
+stage); the performance table and figures read the per-task `results`.
 
 Files written to the run folder: alice_report.md, alice_fcr.json, alice_task_performance_ceq.png,
 alice_task_performance_cot.png.
@@ -16,15 +18,12 @@ from __future__ import annotations
 
 import json
 import math
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from audioeval.results.reports import ReportContext, benchmark_tasks, register
-from audioeval.results.stats import Aggregation, summarize
-from audioeval.seeds import stable_seed
 
 GROUP_A = ("asr", "ser", "gr", "mmau")
 GROUP_B = ("asr", "ser", "gr")
@@ -47,65 +46,49 @@ def _alice_tasks(ctx: ReportContext) -> list[tuple[str, dict[str, Any]]]:
     return [(name, info) for name, info in benchmark_tasks(ctx.results, "alice") if name in ctx.rows]
 
 
-def _in_setting(k: int, setting: str) -> bool:
-    return k == 0 if setting == "zero-shot" else (k == 1 if setting == "one-shot" else k >= 1)
+def _pooled(ctx: ReportContext) -> dict[tuple[str, int], dict[str, Any]]:
+    """(task group, stage) -> its Table 2 blocks per shot setting: results.json `pooled` of the groups whose
+    YAML metadata says which task group and stage they are (tasks/alice/alice_stage*.yaml)."""
+    pooled = ctx.results.get("pooled") or {}
+    found = {}
+    for name, blocks in pooled.items():
+        info = (
+            (ctx.registry.groups[name].metadata or {}).get("alice") if name in ctx.registry.groups else None
+        )
+        if isinstance(info, dict) and "task_group" in info:
+            found[(str(info["task_group"]), int(info["stage"]))] = blocks
+    return found
 
 
-def item_values(rows: list[Any], metric: str, setting: str) -> list[float]:
-    """One value per item (episode): its score at k=0, at k=1, or its mean over k >= 1."""
-    per_item: dict[int, dict[int, float]] = defaultdict(dict)
-    for row in rows:
-        value = (row.scores or {}).get(metric)
-        if value is None or row.error or (isinstance(value, float) and math.isnan(value)):
-            continue
-        per_item[row.episode][row.k] = float(value)
-    out = []
-    for by_k in per_item.values():
-        shots = [v for k, v in by_k.items() if _in_setting(k, setting)]
-        if shots:
-            out.append(float(np.mean(shots)))
-    return out
-
-
-def bootstrap_mean(values: list[float], n_resamples: int, seed: int) -> dict[str, Any]:
-    """Mean with a 95% percentile bootstrap interval over items (the harness's own bootstrap)."""
-    if not values:
-        return {"value": None, "ci95": [None, None], "n": 0}
-    column = {"x": np.asarray(values, dtype=np.float64)}
-    s = summarize(column, Aggregation("mean", ("x",)), n_resamples, seed, keep_distribution=False)
-    return {"value": s.value, "ci95": s.ci95 if s.has_ci else [None, None], "n": s.n}
+def _scored(block: dict[str, Any], metric: str) -> int:
+    return int(block.get("n", 0)) - int(block.get(f"{metric}_missing", 0))
 
 
 def fcr_cells(ctx: ReportContext, metric: str = "format_strict") -> list[dict[str, Any]]:
-    tasks = _alice_tasks(ctx)
-    resamples = int(ctx.results.get("bootstrap_resamples") or 0)
-    seed = int(ctx.results.get("seed") or 0)
+    """Table 2's cells, in column order, from the core's pooled blocks."""
+    category = {name: info.get("category") for name, info in _alice_tasks(ctx)}
+    pooled = _pooled(ctx)
     cells = []
     for group, setting, stages in TABLE2_COLUMNS:
-        members = GROUP_A if group == "A" else GROUP_B
         for stage in stages:
-            values: list[float] = []
-            included, unscored, categories = [], [], set()
-            for name, info in tasks:
-                if info.get("stage") != stage or info.get("task") not in members:
-                    continue
-                got = item_values(ctx.rows[name], metric, setting)
-                if got:
-                    included.append(name)
-                    categories.add(info.get("category"))
-                elif any(_in_setting(row.k, setting) for row in ctx.rows[name]):
-                    unscored.append(name)  # run for this setting, but no item has a score
-                values.extend(got)
-            summary = bootstrap_mean(values, resamples, stable_seed(seed, "alice-fcr", group, setting, stage))
+            block = pooled.get((group, stage), {}).get(setting) or {}
+            unscored = list(block.get(f"{metric}_unscored") or [])
+            included = [t for t in block.get("subtasks") or [] if t not in unscored]
+            value = block.get(metric)
+            has_value = value is not None and not (isinstance(value, float) and math.isnan(value))
             cells.append(
                 {
                     "group": group,
                     "setting": setting,
                     "stage": stage,
                     "tasks": included,
-                    "categories": [CATEGORY_NAMES[c] for c in CATEGORY_NAMES if c in categories],
+                    "categories": [
+                        CATEGORY_NAMES[c] for c in CATEGORY_NAMES if c in {category.get(t) for t in included}
+                    ],
                     "unscored_tasks": unscored,
-                    **summary,
+                    "value": value if has_value else None,
+                    "ci95": block.get(f"{metric}_ci95") or [None, None],
+                    "n": _scored(block, metric) if has_value else 0,
                 }
             )
     return cells
@@ -268,18 +251,17 @@ def _group_table(ctx: ReportContext) -> str:
     from audioeval.benchmarks.alice.constraints import CEQ_GROUPS
 
     lines = ["| stage | " + " | ".join(CEQ_GROUPS) + " |", "|---|" + "---|" * len(CEQ_GROUPS)]
-    tasks = _alice_tasks(ctx)
+    few_shot = [(stage, blocks.get("few-shot") or {}) for (_, stage), blocks in _pooled(ctx).items()]
     for stage in (1, 2, 3):
+        # the stage's widest group holds all its CEQ items
+        blocks = [b for s, b in few_shot if s == stage]
+        block = max(blocks, key=lambda b: len(b.get("subtasks") or []), default={})
         cells = []
-        found = False
         for group in CEQ_GROUPS:
-            values = []
-            for name, info in tasks:
-                if info.get("stage") == stage and info.get("category") == "ceq":
-                    values += item_values(ctx.rows[name], f"format_strict_{group}", "few-shot")
-            found |= bool(values)
-            cells.append(f"{np.mean(values) * 100:.2f} (n={len(values)})" if values else "—")
-        if found:
+            metric = f"format_strict_{group}"
+            scored = _scored(block, metric) if metric in block else 0
+            cells.append(f"{block[metric] * 100:.2f} (n={scored})" if scored else "—")
+        if any(c != "—" for c in cells):
             lines.append(f"| {stage} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

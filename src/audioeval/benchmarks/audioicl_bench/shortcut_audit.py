@@ -22,7 +22,13 @@ import argparse
 import json
 from collections import Counter, defaultdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from audioeval.results.scoring import SampleToScore
+
+if TYPE_CHECKING:
+    from audioeval.models.base import Model
+    from audioeval.run.prepared import PreparedTask
 
 SHOTS = (1, 3, 5)
 TASKS = (
@@ -67,12 +73,26 @@ def episode_measures(config: str, episode: dict[str, Any], pool_size: int) -> di
     return out
 
 
+def shortcut_accuracy(model: Model, task: PreparedTask, episode: dict[str, Any]) -> dict[int, float]:
+    """k -> the model's accuracy on this episode's request at k (0 for an answer it gave up on)."""
+    pairs = task.requests_for(episode)
+    responses = model.generate([request.for_backend() for request, _ in pairs])  # what a backend may see
+    samples = [
+        SampleToScore(response.text or "", target, request.info["sample_info"])
+        for (request, target), response in zip(pairs, responses, strict=True)
+    ]
+    scored = task.scorer.score(samples)
+    return {
+        request.rid.shots: float(result["scores"].get("accuracy") or 0.0) if response.ok else 0.0
+        for (request, _), response, result in zip(pairs, responses, scored, strict=True)
+    }
+
+
 def audit(n_episodes: int, seed: int, shortcut_free: bool) -> dict[str, dict[str, dict[int, float]]]:
     import audioeval.benchmarks.audioicl_bench.remap as remap
     from audioeval.benchmarks.audioicl_bench.baselines.shortcut import ShortcutModel
     from audioeval.config.registry import TaskRegistry
     from audioeval.run.prepared import prepare_tasks
-    from audioeval.run.reference_models import episode_rows
 
     registry = TaskRegistry.discover()
     tasks = prepare_tasks(
@@ -98,8 +118,8 @@ def audit(n_episodes: int, seed: int, shortcut_free: bool) -> dict[str, dict[str
             for name, per_k in episode_measures(config, episode, pool).items():
                 for k, value in per_k.items():
                     sums[name][k].append(value)
-            for row in episode_rows(model, task, episode):
-                sums["`shortcut` model"][row.k].append(row.scores.get("accuracy") or 0.0)
+            for k, accuracy in shortcut_accuracy(model, task, episode).items():
+                sums["`shortcut` model"][k].append(accuracy)
         if config == "audio_length_hard":
             sums['always "1"'][0] = [labels["1"] / len(task.indices)]
         results[task.name] = {

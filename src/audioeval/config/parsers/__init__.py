@@ -15,12 +15,14 @@ from pathlib import Path
 
 from audioeval.hooks import HookKind
 
-PARSERS = HookKind("parser", core_modules=("audioeval.config.parsers.common",), wing_module="parser")
+#: `(response, **args) -> prediction or None`; may also take `sample_info=`
+Parser = Callable[..., str | None]
+PARSERS: HookKind[Parser] = HookKind(
+    "parser", core_modules=("audioeval.config.parsers.common",), wing_module="parser"
+)
 register = PARSERS.register
 
 
-def get_parser(
-    name: str, args: dict | None = None, source: str = "", base_dir: Path | None = None
-) -> Callable[[str], str | None]:
+def get_parser(name: str, args: dict | None = None, source: str = "", base_dir: Path | None = None) -> Parser:
     fn = PARSERS.resolve(name, base_dir, source)
     return partial(fn, **(args or {})) if args else fn

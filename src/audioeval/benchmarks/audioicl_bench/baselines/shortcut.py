@@ -1,8 +1,9 @@
 """`shortcut`: what a model scores on AudioICL-Bench without analysing the signal.
 
 It reads the labels the prompt shows, the task's label space and the identity of each clip's bytes (SHA-256),
-never the samples. Before answering it studies each task on PROBE_EPISODES episodes built with another seed
-(the run's seed + PROBE_SEED_OFFSET, so none of them is evaluated) and learns two label statistics: how often
+never the samples. Before answering a task's first request it studies the task on PROBE_EPISODES episodes built
+with another seed (the run's seed + PROBE_SEED_OFFSET, so none of them is evaluated) and learns two label
+statistics: how often
 each label occurs (query and demo labels), and, for each k, whether a query whose clip is no twin of a shown
 clip ever has the label of one of the k demos. Each request is then answered by the first rule that applies:
 
@@ -24,6 +25,7 @@ import json
 import logging
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,7 +34,7 @@ import numpy as np
 from audioeval.benchmarks.audioicl_bench.common import TASK_IDS
 from audioeval.data.builders import make_builder
 from audioeval.errors import ModelError
-from audioeval.models.base import Model
+from audioeval.models.base import Model, ModelTask
 from audioeval.models.baselines.examples import Examples, examples_of
 from audioeval.seeds import stable_seed
 from audioeval.types import Request, RequestId, Response, ShownEpisode
@@ -78,6 +80,7 @@ class ShortcutModel(Model):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        self.tasks: dict[str, ModelTask] = {}  # given to prepare(), studied when first asked about
         self.statistics: dict[str, TaskStatistics] = {}
 
     @classmethod
@@ -87,21 +90,28 @@ class ShortcutModel(Model):
 
     @property
     def identity(self) -> dict[str, Any]:
-        learned = json.dumps({t: s.digest() for t, s in sorted(self.statistics.items())}, sort_keys=True)
-        return {
-            "model": self.name,
-            "version": VERSION,
-            "seed": self.seed,
-            "statistics": hashlib.sha256(learned.encode()).hexdigest()[:16],
-        }
+        # what the statistics are a function of (each task's configuration as it runs and the probe), not the
+        # statistics themselves: a rerun whose answers are all cached then never studies a task
+        probe = {"episodes": PROBE_EPISODES, "seed_offset": PROBE_SEED_OFFSET}
+        studied = {name: task.config.content_hash() for name, task in sorted(self.tasks.items())}
+        digest = hashlib.sha256(json.dumps([probe, studied], sort_keys=True).encode()).hexdigest()[:16]
+        return {"model": self.name, "version": VERSION, "seed": self.seed, "probe": digest}
 
-    def prepare(self, tasks: list[Any]) -> None:
+    def prepare(self, tasks: Sequence[ModelTask]) -> None:
         for task in tasks:
             self.check_task(task.name, task.config.builder_config)
-            if task.name not in self.statistics:
-                self.statistics[task.name] = self.study(task)
+            self.tasks.setdefault(task.name, task)
 
-    def study(self, task: Any) -> TaskStatistics:
+    def _statistics(self, task_name: str) -> TaskStatistics:
+        if task_name not in self.statistics:
+            if task_name not in self.tasks:
+                raise ModelError(
+                    f"model 'shortcut' has not been given task {task_name!r}; call prepare() with the task first."
+                )
+            self.statistics[task_name] = self.study(self.tasks[task_name])
+        return self.statistics[task_name]
+
+    def study(self, task: ModelTask) -> TaskStatistics:
         """Label statistics from PROBE_EPISODES episodes of `task` built with another seed. They depend on the
         task's builder config only (not on --num_fewshot, --limit or the other tasks of the run)."""
         started = time.perf_counter()
@@ -138,11 +148,7 @@ class ShortcutModel(Model):
         return stats
 
     def answer(self, request: Request) -> tuple[str, dict[str, Any]]:
-        stats = self.statistics.get(request.rid.task)
-        if stats is None:
-            raise ModelError(
-                f"model 'shortcut' has not studied task {request.rid.task!r}; call prepare() with the task first."
-            )
+        stats = self._statistics(request.rid.task)
         choices = list(request.choices or ())
         view = examples_of(request, self.name)
         twin = twin_label(view, choices)

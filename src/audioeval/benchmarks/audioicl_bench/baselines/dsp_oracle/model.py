@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -25,7 +26,7 @@ from audioeval.benchmarks.audioicl_bench.baselines.dsp_oracle.method import Anal
 from audioeval.benchmarks.audioicl_bench.baselines.dsp_oracle.morse import MorseMethod
 from audioeval.benchmarks.audioicl_bench.baselines.dsp_oracle.remap import RemapMethod
 from audioeval.errors import ModelError
-from audioeval.models.base import Model
+from audioeval.models.base import Model, ModelTask
 from audioeval.seeds import stable_seed
 from audioeval.types import Request, Response, ShownEpisode
 
@@ -97,7 +98,7 @@ class DspOracleModel(Model):
                 "space, but the task declares none; add `label_space:` or drop k=0 (--num_fewshot)."
             )
 
-    def prepare(self, tasks: list[Any]) -> None:
+    def prepare(self, tasks: Sequence[ModelTask]) -> None:
         drawn = [
             t.name
             for t in tasks

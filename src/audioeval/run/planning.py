@@ -1,0 +1,133 @@
+"""Everything checked before a run sends its first request: the model's and judges' arguments, the tasks
+(prepared, with their robustness copies), episode 0 of each rendered for the model (preflight), the
+reference models, the report functions, and that every package the run's code imports is installed. What
+the checks produced is the run's plan; nothing in it is checked again."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from audioeval.augment.plan import AugmentPlan, parse_augment
+from audioeval.config.judge_roles import JudgeRole
+from audioeval.config.registry import TaskRegistry
+from audioeval.errors import UsageError
+from audioeval.models.base import Model, check_model_args
+from audioeval.models.registry import get_model_class, use_backend_folders
+from audioeval.results.reports import Report, resolve_reports
+from audioeval.results.run_health import unjudged_warning
+from audioeval.run.conditions import clean_tasks, with_conditions
+from audioeval.run.prepared import PreparedTask, preflight, prepare_tasks
+from audioeval.run.reference_models import check_reference_models
+from audioeval.run.requirements import check_installed, module_source
+from audioeval.run.settings import RunConfig
+
+log = logging.getLogger("audioeval")
+
+
+@dataclass
+class RunPlan:
+    registry: TaskRegistry
+    tasks: list[PreparedTask]  # each clean task, followed by its degraded copies (--augment)
+    group_names: list[str]  # the groups named or implied by --tasks
+    augment: AugmentPlan | None
+    model_class: type[Model]
+    judge_classes: list[type[Model]]
+    judge_roles: dict[str, list[JudgeRole]]  # judged task -> its roles (empty without --judge)
+    reports: list[Report]  # resolved, each function once
+
+    @property
+    def clean_tasks(self) -> list[PreparedTask]:
+        """The tasks as the benchmark defines them: what reports and reference models see."""
+        return clean_tasks(self.tasks)
+
+
+def plan_run(cfg: RunConfig) -> RunPlan:
+    use_backend_folders(cfg.include_path)
+    model_class = get_model_class(cfg.model)
+    # arguments first: a typo must not wait for seconds of task preparation
+    check_model_args(model_class, cfg.model_args)
+    if cfg.gen_kwargs:
+        model_class.check_gen_kwargs(cfg.gen_kwargs, "--gen_kwargs", cfg.model_args)
+    judge_classes = check_judge_args(cfg.judge, cfg.judge_args)
+    registry = TaskRegistry.discover(cfg.include_path)
+    task_names, group_names = registry.select(cfg.tasks)
+    augment = parse_augment(cfg.augment, cfg.augment_target)
+    tasks = prepare_tasks(
+        registry,
+        task_names,
+        num_fewshot=cfg.num_fewshot,
+        task_args=cfg.task_args,
+        limit=cfg.limit,
+        seed=cfg.seed,
+        gen_kwargs=cfg.gen_kwargs,
+    )
+    tasks = with_conditions(tasks, augment)
+    preflight(tasks, model_class, cfg.model_args)
+    check_reference_models(clean_tasks(tasks))
+    # the roles compiled when the tasks were discovered: the panel runs these very ones
+    roles = (
+        {t.name: registry.judge_roles[t.config.name] for t in tasks if t.config.judge} if cfg.judge else {}
+    )
+    reports = resolve_reports(registry, clean_tasks(tasks), group_names)
+    plan = RunPlan(registry, tasks, group_names, augment, model_class, judge_classes, roles, reports)
+    check_installed(code_of_run(cfg, plan))
+    if not cfg.judge and (warning := unjudged_warning(tasks)):
+        log.warning(warning)
+    return plan
+
+
+def check_judge_args(names: list[str], args: list[dict[str, Any]]) -> list[type[Model]]:
+    """Each judge's backend arguments and sampling settings, checked before any task is prepared."""
+    from audioeval.run.judging import JUDGE_SAMPLING_KEYS
+
+    classes = []
+    for i, (name, judge_args) in enumerate(zip(names, args, strict=True)):
+        backend_args = {k: v for k, v in judge_args.items() if k != "id" and k not in JUDGE_SAMPLING_KEYS}
+        sampling = {k: v for k, v in judge_args.items() if k in JUDGE_SAMPLING_KEYS}
+        try:
+            cls = get_model_class(name)
+            check_model_args(cls, backend_args)
+            cls.check_gen_kwargs(sampling, "--judge_args", backend_args)
+        except Exception as err:
+            raise UsageError(f"--judge {name} (judge {i + 1}): {err}") from err
+        classes.append(cls)
+    return classes
+
+
+def _file_of(fn: Callable[..., Any]) -> list[Path]:
+    """The source file of a hook function (or of the module of a callable object)."""
+    try:
+        return [Path(inspect.getfile(inspect.unwrap(fn)))]
+    except TypeError:
+        source = module_source(getattr(fn, "__module__", "") or "")
+        return [source] if source else []
+
+
+def code_of_run(cfg: RunConfig, plan: RunPlan) -> dict[str, Iterable[Path]]:
+    """What will run, by name, with its source files: for the preflight import check."""
+
+    def files(modules: list[str]) -> list[Path]:
+        return [f for f in (module_source(m) for m in modules) if f is not None]
+
+    pieces: dict[str, Iterable[Path]] = {
+        f"--model {cfg.model}": files(plan.model_class.code_modules(cfg.model_args))
+    }
+    for name, cls, args in zip(cfg.judge, plan.judge_classes, cfg.judge_args, strict=True):
+        pieces[f"--judge {name}"] = files([*cls.code_modules(args), "audioeval.run.judging"])
+    for task_name, roles in plan.judge_roles.items():
+        for role in roles:
+            what = f"verdict reader of judge role {role.name!r} of task {task_name}"
+            pieces[what] = _file_of(role.read_verdict)
+    for name in dict.fromkeys(n for t in plan.clean_tasks for n in t.config.reference_models):
+        if name != cfg.model:
+            pieces[f"reference model {name}"] = files(get_model_class(name).code_modules({}))
+    for task in plan.tasks:
+        pieces.update(task.source_files())
+    for report in plan.reports:
+        pieces[f"report {report.spec}"] = _file_of(report.function)
+    return pieces

@@ -1,0 +1,32 @@
+"""What one run is asked to do: the command line's settings, as `audioeval --tasks ...` parses them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from audioeval.results.stats import DEFAULT_RESAMPLES
+
+
+@dataclass
+class RunConfig:
+    tasks: str
+    model: str = "chance"
+    model_args: dict[str, Any] = field(default_factory=dict)
+    num_fewshot: list[int] | None = None
+    task_args: dict[str, Any] = field(default_factory=dict)
+    limit: str | None = None
+    batch_size: int = 1
+    seed: int = 0
+    output_path: str | None = None
+    log_samples: bool = False
+    include_path: list[str] = field(default_factory=list)
+    gen_kwargs: dict[str, Any] = field(default_factory=dict)
+    cache_dir: str | None = None
+    no_cache: bool = False
+    bootstrap_resamples: int = DEFAULT_RESAMPLES
+    judge: list[str] = field(default_factory=list)
+    judge_args: list[dict[str, Any]] = field(default_factory=list)
+    show_progress: bool = True
+    augment: list[str] = field(default_factory=list)  # --augment NAME[=LEVEL,...] (audioeval.augment)
+    augment_target: str = "query"
