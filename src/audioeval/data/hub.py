@@ -184,12 +184,41 @@ def _approx_bytes(obj: Any) -> int:
 
 def cmd_build(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
+    cls = _builder_class(args)
+    configs = _chosen_configs(args, cls)
+    kwargs = parse_kv(args.builder_args, "--builder_args")
+    for key in ("n_episodes", "max_shots", "seed"):
+        if getattr(args, key) is not None:
+            kwargs[key] = getattr(args, key)
+    destination = _destination(args)
+    builders = _checked_builders(args, cls, configs, kwargs)
+    plan = parse_augment(args.augment, args.augment_target)
+    builders = degraded_builders(builders, plan)
+    started = time.perf_counter()
+    about = getattr(cls, "ABOUT", None)
+    generation = public_parameters(next(iter(builders.values())).config, kwargs, about)
+    generation["builder_version"] = str(cls.VERSION)
+    if plan is not None:  # degraded copies: which conditions the <config>@<condition> configs hold
+        generation["augment"] = plan.record()
+    stats = _write_folder(args, cls, builders, generation, destination)
+    print(
+        f"wrote {sum(s.num_examples for s in stats.values())} rows in {len(stats)} config(s) to {destination} "
+        f"in {time.perf_counter() - started:.1f}s"
+    )
+    return 0
+
+
+def _builder_class(args: argparse.Namespace) -> Any:
+    """The builder the command names (a datasets_builders/ folder or a .py file); a file's path made absolute."""
     available = builder_names()
     if args.benchmark not in available and not args.benchmark.endswith(".py"):
         raise UsageError("audioeval build: " + unknown_name_message("benchmark", args.benchmark, available))
     if args.benchmark.endswith(".py"):
         args.benchmark = str(Path(args.benchmark).resolve())
-    cls = load_builder_class(args.benchmark)
+    return load_builder_class(args.benchmark)
+
+
+def _chosen_configs(args: argparse.Namespace, cls: Any) -> list[str]:
     all_configs = builder_config_names(cls)
     configs = [c.strip() for c in args.configs.split(",")] if args.configs else all_configs
     for c in configs:
@@ -197,17 +226,22 @@ def cmd_build(argv: list[str]) -> int:
             raise UsageError(
                 "--configs: " + unknown_name_message(f"config of {args.benchmark}", c, all_configs)
             )
-    kwargs = parse_kv(args.builder_args, "--builder_args")
-    for key in ("n_episodes", "max_shots", "seed"):
-        if getattr(args, key) is not None:
-            kwargs[key] = getattr(args, key)
+    return configs
 
+
+def _destination(args: argparse.Namespace) -> Path:
     destination = Path(args.output_dir).expanduser().resolve()
     if destination.exists() and any(destination.iterdir()) and not args.overwrite:
         raise UsageError(
             f"--output_dir {destination} exists and is not empty; choose another folder or pass --overwrite."
         )
-    # Check every config (arguments, source folders) before generating anything.
+    return destination
+
+
+def _checked_builders(
+    args: argparse.Namespace, cls: Any, configs: list[str], kwargs: dict[str, Any]
+) -> dict[str, Any]:
+    """Every config's builder, its arguments and source folders checked before anything is generated."""
     builders = {}
     for c in configs:
         config_kwargs = {k: v for k, v in kwargs.items() if _accepts(cls, k)}
@@ -217,22 +251,25 @@ def cmd_build(argv: list[str]) -> int:
     unused = [k for k in kwargs if not _accepts(cls, k)]
     if unused:
         raise UsageError(f"audioeval build {args.benchmark}: the builder takes no argument {unused[0]!r}.")
-    plan = parse_augment(args.augment, args.augment_target)
-    builders = degraded_builders(builders, plan)
+    return builders
 
+
+def _write_folder(
+    args: argparse.Namespace,
+    cls: Any,
+    builders: dict[str, Any],
+    generation: dict[str, Any],
+    destination: Path,
+) -> dict[str, ConfigStats]:
+    """Every config's shards and the card, written into a staging folder renamed to `destination` on success:
+    a failed or interrupted build leaves nothing half-written there."""
     try:
         destination.parent.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         raise UsageError(f"--output_dir {destination}: cannot create it ({err.strerror or err}).") from err
     staging = destination.parent / f".{destination.name}.building-{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
-    started = time.perf_counter()
     benchmark = Path(args.benchmark).stem
-    about = getattr(cls, "ABOUT", None)
-    generation = public_parameters(next(iter(builders.values())).config, kwargs, about)
-    generation["builder_version"] = str(cls.VERSION)
-    if plan is not None:  # degraded copies: which conditions the <config>@<condition> configs hold
-        generation["augment"] = plan.record()
     try:
         stats = {c: _write_config(b, staging / c) for c, b in builders.items()}
         augment = (args.augment, args.augment_target) if args.augment else None
@@ -240,7 +277,7 @@ def cmd_build(argv: list[str]) -> int:
         card = card_text(
             Build(
                 benchmark,
-                about,
+                getattr(cls, "ABOUT", None),
                 (cls.__doc__ or "").strip(),
                 stats,
                 generation,
@@ -255,11 +292,7 @@ def cmd_build(argv: list[str]) -> int:
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    print(
-        f"wrote {sum(s.num_examples for s in stats.values())} rows in {len(stats)} config(s) to {destination} "
-        f"in {time.perf_counter() - started:.1f}s"
-    )
-    return 0
+    return stats
 
 
 def _accepts(cls: Any, key: str) -> bool:

@@ -258,43 +258,10 @@ class SpeechIFEvalData:
                 where, "'instruction' must hold the task question and the constraint on separate lines"
             )
         audio_rel = row.get("audio_filepath")
-        audio_path = None
-        if not isinstance(audio_rel, str) or not audio_rel.strip():
-            problems.add(where, "field 'audio_filepath' must be a non-empty string")
-        else:
-            audio_path = self.paths.test_audio_dir / audio_rel
-            if not audio_path.is_file():
-                problems.add(where, f"audio file {audio_path} not found")
-                audio_path = None
-            elif self.check_audio:
-                issue = audio_problem(audio_path)
-                if issue:
-                    problems.add(where, issue)
-
-        instruction_id, kwargs = C.CHAIN_OF_THOUGHT, {}
-        if category == "ceq":
-            ids = row.get("instruction_id_list")
-            if not isinstance(ids, list) or len(ids) != 1 or not isinstance(ids[0], str):
-                problems.add(where, f"'instruction_id_list' must be a list with exactly one id, got {ids!r}")
-            elif ids[0] not in C.CEQ_IDS:
-                hint = (
-                    " (a creative-writing constraint; ALICE uses closed-ended ones)"
-                    if ids[0] in C.CW_IDS
-                    else ""
-                )
-                problems.add(
-                    where, f"unknown instruction id {ids[0]!r}{hint}; expected one of {', '.join(C.CEQ_IDS)}"
-                )
-            else:
-                instruction_id = ids[0]
-                raw_kwargs = row.get("kwargs", [{}])
-                if isinstance(raw_kwargs, list) and len(raw_kwargs) == 1:
-                    raw_kwargs = raw_kwargs[0]
-                problem = C.kwargs_problem(instruction_id, raw_kwargs)
-                if problem:
-                    problems.add(where, f"kwargs {row.get('kwargs')!r} do not fit the id: {problem}")
-                else:
-                    kwargs = C.clean_kwargs(raw_kwargs)
+        audio_path = self._row_audio(audio_rel, where, problems)
+        instruction_id, kwargs = (
+            self._row_constraint(row, where, problems) if category == "ceq" else (C.CHAIN_OF_THOUGHT, {})
+        )
         label = row.get("label")
         if label is None and category == "cot" and task is not None:
             label = derive_label(row.get("textual_audio"), task)
@@ -304,20 +271,7 @@ class SpeechIFEvalData:
             )
         mmau_category = sub_category = None
         if task == "mmau" and audio_rel:
-            uid = Path(str(audio_rel)).stem
-            entry = self._mmau_lookup().get(uid)
-            if entry is None:
-                maps = ", ".join(str(p) for p in self.paths.mmau_maps) or "(no map files found)"
-                problems.add(
-                    where,
-                    f"MMAU item {uid} is in none of the id -> sub-category maps ({maps}); demonstrations are "
-                    "chosen by sub-category",
-                )
-            else:
-                mmau_category = entry.get("category")
-                sub_category = entry.get("sub-category") or entry.get("sub_category")
-                if not mmau_category or not sub_category:
-                    problems.add(where, f"MMAU map entry for {uid} lacks 'category' or 'sub-category'")
+            mmau_category, sub_category = self._row_mmau(Path(str(audio_rel)).stem, where, problems)
         if len(problems.items) > before or task is None or audio_path is None:
             return None
         assert isinstance(instruction, str) and isinstance(
@@ -350,6 +304,62 @@ class SpeechIFEvalData:
             sub_category=sub_category,
             source=source,
         )
+
+    def _row_audio(self, audio_rel: Any, where: str, problems: _Problems) -> Path | None:
+        """The row's audio file when it names one that exists (and decodes, with check_audio)."""
+        if not isinstance(audio_rel, str) or not audio_rel.strip():
+            problems.add(where, "field 'audio_filepath' must be a non-empty string")
+            return None
+        audio_path = self.paths.test_audio_dir / audio_rel
+        if not audio_path.is_file():
+            problems.add(where, f"audio file {audio_path} not found")
+            return None
+        if self.check_audio:
+            issue = audio_problem(audio_path)
+            if issue:
+                problems.add(where, issue)
+        return audio_path
+
+    @staticmethod
+    def _row_constraint(row: dict[str, Any], where: str, problems: _Problems) -> tuple[str, dict[str, Any]]:
+        """A CEQ row's constraint id and its cleaned kwargs (chain-of-thought's when they are unusable)."""
+        ids = row.get("instruction_id_list")
+        if not isinstance(ids, list) or len(ids) != 1 or not isinstance(ids[0], str):
+            problems.add(where, f"'instruction_id_list' must be a list with exactly one id, got {ids!r}")
+            return C.CHAIN_OF_THOUGHT, {}
+        if ids[0] not in C.CEQ_IDS:
+            hint = (
+                " (a creative-writing constraint; ALICE uses closed-ended ones)" if ids[0] in C.CW_IDS else ""
+            )
+            problems.add(
+                where, f"unknown instruction id {ids[0]!r}{hint}; expected one of {', '.join(C.CEQ_IDS)}"
+            )
+            return C.CHAIN_OF_THOUGHT, {}
+        raw_kwargs = row.get("kwargs", [{}])
+        if isinstance(raw_kwargs, list) and len(raw_kwargs) == 1:
+            raw_kwargs = raw_kwargs[0]
+        problem = C.kwargs_problem(ids[0], raw_kwargs)
+        if problem:
+            problems.add(where, f"kwargs {row.get('kwargs')!r} do not fit the id: {problem}")
+            return ids[0], {}
+        return ids[0], C.clean_kwargs(raw_kwargs)
+
+    def _row_mmau(self, uid: str, where: str, problems: _Problems) -> tuple[Any, Any]:
+        """An MMAU item's category and sub-category, from the id -> sub-category maps."""
+        entry = self._mmau_lookup().get(uid)
+        if entry is None:
+            maps = ", ".join(str(p) for p in self.paths.mmau_maps) or "(no map files found)"
+            problems.add(
+                where,
+                f"MMAU item {uid} is in none of the id -> sub-category maps ({maps}); demonstrations are "
+                "chosen by sub-category",
+            )
+            return None, None
+        mmau_category = entry.get("category")
+        sub_category = entry.get("sub-category") or entry.get("sub_category")
+        if not mmau_category or not sub_category:
+            problems.add(where, f"MMAU map entry for {uid} lacks 'category' or 'sub-category'")
+        return mmau_category, sub_category
 
     # --- demonstration pool -------------------------------------------------------------------------------------
     def pool_list(self, key: PoolKey, needed_by: str = "") -> list[PoolEntry]:

@@ -306,7 +306,7 @@ def update_readme(readme: Path, table: str) -> None:
     readme.write_text(new.rstrip("\n") + "\n", encoding="utf-8")
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -328,6 +328,50 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--only", choices=["espeak", "fsdd"], help="run only the eSpeak-digit table or only the FSDD rows"
     )
+    return parser
+
+
+def _measure(args: argparse.Namespace, models: list[str], summary_path: Path) -> None:
+    """Evaluate each model (and the FSDD rows), keeping the results of the other models of a run with the
+    same settings; baseline_results.json is rewritten after each model."""
+    settings = {
+        "n_episodes": args.n_episodes,
+        "seed": args.seed,
+        "shots": list(SHOTS),
+        "bootstrap_iters": args.bootstrap_iters,
+        "tasks": TASK_SELECTION,
+    }
+    summary = {"settings": settings, "models": {}}
+    previous = json.loads(summary_path.read_text()) if summary_path.exists() else {}
+    if previous.get("settings") == settings:  # keep the other models' results of a run with the same settings
+        summary["models"] = previous.get("models", {})
+    fsdd_settings = {k: v for k, v in settings.items() if k != "tasks"} | {"tasks": ",".join(FSDD_TASKS)}
+    summary["fsdd"] = {"settings": fsdd_settings, "models": {}}
+    if (previous.get("fsdd") or {}).get("settings") == fsdd_settings:
+        summary["fsdd"]["models"] = previous["fsdd"].get("models", {})
+    for model in models if args.only != "fsdd" else []:
+        print(
+            f"[baseline_table] {model}: {TASK_SELECTION} at k={list(SHOTS)}, N={args.n_episodes}",
+            flush=True,
+        )
+        summary["models"][model] = evaluate(model, args)
+        print(f"[baseline_table] {model}: {summary['models'][model]['wall_seconds']} s", flush=True)
+        # JSON keys are strings: store them as such so --table_only reads the same structure
+        summary_path.write_text(json.dumps(json.loads(json.dumps(summary)), indent=1) + "\n")
+    fsdd_models = [m for m in models if m in FSDD_MODELS] if args.only != "espeak" else []
+    if fsdd_models and not args.fsdd_dir.is_dir():
+        print(f"[baseline_table] no FSDD copy at {args.fsdd_dir}: the FSDD rows are skipped", flush=True)
+        fsdd_models = []
+    for model in fsdd_models:
+        print(f"[baseline_table] {model}: {','.join(FSDD_TASKS)} on FSDD digits", flush=True)
+        result = evaluate(model, args, ",".join(FSDD_TASKS), {"fsdd_dir": str(args.fsdd_dir.resolve())})
+        summary["fsdd"]["models"][model] = result
+        print(f"[baseline_table] {model} (FSDD): {result['wall_seconds']} s", flush=True)
+        summary_path.write_text(json.dumps(json.loads(json.dumps(summary)), indent=1) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
     args = parser.parse_args(argv)
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     unknown = [m for m in models if m not in MODELS]
@@ -335,48 +379,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--models: unknown {', '.join(unknown)}; choose from {', '.join(MODELS)}")
     args.output_dir.mkdir(parents=True, exist_ok=True)
     summary_path = args.output_dir / "baseline_results.json"
-    if args.table_only:
-        if not summary_path.exists():
-            parser.error(f"--table_only: {summary_path} does not exist; run without --table_only first")
-        summary = json.loads(summary_path.read_text())
-    else:
-        settings = {
-            "n_episodes": args.n_episodes,
-            "seed": args.seed,
-            "shots": list(SHOTS),
-            "bootstrap_iters": args.bootstrap_iters,
-            "tasks": TASK_SELECTION,
-        }
-        summary = {"settings": settings, "models": {}}
-        previous = json.loads(summary_path.read_text()) if summary_path.exists() else {}
-        if (
-            previous.get("settings") == settings
-        ):  # keep the other models' results of a run with the same settings
-            summary["models"] = previous.get("models", {})
-        fsdd_settings = {k: v for k, v in settings.items() if k != "tasks"} | {"tasks": ",".join(FSDD_TASKS)}
-        summary["fsdd"] = {"settings": fsdd_settings, "models": {}}
-        if (previous.get("fsdd") or {}).get("settings") == fsdd_settings:
-            summary["fsdd"]["models"] = previous["fsdd"].get("models", {})
-        for model in models if args.only != "fsdd" else []:
-            print(
-                f"[baseline_table] {model}: {TASK_SELECTION} at k={list(SHOTS)}, N={args.n_episodes}",
-                flush=True,
-            )
-            summary["models"][model] = evaluate(model, args)
-            print(f"[baseline_table] {model}: {summary['models'][model]['wall_seconds']} s", flush=True)
-            # JSON keys are strings: store them as such so --table_only reads the same structure
-            summary_path.write_text(json.dumps(json.loads(json.dumps(summary)), indent=1) + "\n")
-        fsdd_models = [m for m in models if m in FSDD_MODELS] if args.only != "espeak" else []
-        if fsdd_models and not args.fsdd_dir.is_dir():
-            print(f"[baseline_table] no FSDD copy at {args.fsdd_dir}: the FSDD rows are skipped", flush=True)
-            fsdd_models = []
-        for model in fsdd_models:
-            print(f"[baseline_table] {model}: {','.join(FSDD_TASKS)} on FSDD digits", flush=True)
-            result = evaluate(model, args, ",".join(FSDD_TASKS), {"fsdd_dir": str(args.fsdd_dir.resolve())})
-            summary["fsdd"]["models"][model] = result
-            print(f"[baseline_table] {model} (FSDD): {result['wall_seconds']} s", flush=True)
-            summary_path.write_text(json.dumps(json.loads(json.dumps(summary)), indent=1) + "\n")
-        summary = json.loads(summary_path.read_text())
+    if args.table_only and not summary_path.exists():
+        parser.error(f"--table_only: {summary_path} does not exist; run without --table_only first")
+    if not args.table_only:
+        _measure(args, models, summary_path)
+    summary = json.loads(summary_path.read_text())
     if not summary["models"]:  # only the FSDD rows were run: put them into the README's table
         if args.update_readme and (summary.get("fsdd") or {}).get("models"):
             splice_fsdd_rows(args.update_readme, summary)
