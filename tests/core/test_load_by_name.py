@@ -203,3 +203,26 @@ def test_the_pinned_datasets_range_holds_the_installed_version():
     from datasets import load
 
     assert getattr(load.dataset_module_factory, "_audioeval_by_name", False)
+
+
+def test_the_by_name_hook_was_tested_on_every_release_of_the_pinned_range():
+    """by_name.py patches `datasets.load.dataset_module_factory`: the installed release must be one it lists as
+    tested, every listed release must lie in the pin, and the function it wraps must still take the dataset's
+    name (or path) first, which is all the wrapper reads."""
+    import inspect
+    import re
+
+    import datasets
+    from datasets import load
+    from packaging.specifiers import SpecifierSet
+
+    from audioeval.data.by_name import TESTED_DATASETS
+
+    spec = SpecifierSet(re.search(r'"datasets([^"]*)"', (ROOT / "pyproject.toml").read_text()).group(1))
+    assert datasets.__version__ in TESTED_DATASETS, (
+        f"datasets {datasets.__version__} is not among the releases by_name.py was tested on {TESTED_DATASETS}"
+    )
+    assert all(version in spec for version in TESTED_DATASETS)
+    original = inspect.unwrap(load.dataset_module_factory)
+    assert original is not load.dataset_module_factory  # the hook is installed, and wraps the original
+    assert next(iter(inspect.signature(original).parameters)) == "path"

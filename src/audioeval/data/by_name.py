@@ -16,8 +16,12 @@ Why not just `datasets.packaged_modules._PACKAGED_DATASETS_MODULES`: `datasets` 
 first scanning the current folder (or `data_dir`) for data files, and fails with EmptyDatasetError in a folder
 without any (and hands the files it finds to the builder otherwise).
 
-This touches `datasets` internals, so pyproject.toml pins the datasets versions it is tested on
-(tests/core/test_load_by_name.py). `import audioeval` itself stays light: it imports neither `datasets` nor any
+`datasets` offers no public hook for this (5.2 has no registry of builders by name and no entry point for
+one), so this one small module is the only place that touches its internals. pyproject.toml pins the range it
+is tested on (datasets>=5.2,<5.3), TESTED_DATASETS lists every release in that range, and
+tests/core/test_load_by_name.py runs the by-name loading against the installed release and fails when the
+installed `datasets` is not one of them or the wrapped function changed its shape: widen the pin only after
+adding the new release here and seeing those tests pass on it. `import audioeval` itself stays light: it imports neither `datasets` nor any
 builder; the factory is wrapped when `datasets.load` is imported (or at once if it already was), and a builder
 module is imported only when its name is loaded.
 """
@@ -29,6 +33,8 @@ import sys
 
 # no `typing` and no `functools` here: `import audioeval` must stay a few milliseconds (so the finder below
 # is typed loosely, and the type checker is told where that departs from importlib's protocols)
+#: the releases of the pinned range (pyproject.toml) the by-name hook was tested on
+TESTED_DATASETS = ("5.2.0",)
 _TARGET = "datasets.load"
 _MARK = "_audioeval_by_name"
 _HASHES: dict[str, str] = {}
