@@ -262,6 +262,7 @@ def _cached(cache: Path) -> int:
         return 0
     try:
         with sqlite3.connect(db, timeout=1) as conn:
-            return int(conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+            # the model's answers only: the task's reference model (shortcut) is cached beside them
+            return int(conn.execute("SELECT COUNT(*) FROM responses WHERE kind = 'generate'").fetchone()[0])
     except sqlite3.OperationalError:  # created but not yet initialised
         return 0

@@ -16,7 +16,7 @@ from audioeval.errors import UsageError
 
 log = logging.getLogger("audioeval")
 
-EntryKind = Literal["generate", "judge"]
+EntryKind = Literal["generate", "reference", "judge"]  # the model, a reference model, a judge
 
 
 @dataclass(frozen=True)

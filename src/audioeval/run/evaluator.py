@@ -93,7 +93,7 @@ class Evaluator:
         self.model = model
         self.server = Server(model, cache, kind="generate")
         # reference models answer the same requests through servers of their own (reference_models.py)
-        self.references = {n: Server(m, cache, kind="generate") for n, m in (references or {}).items()}
+        self.references = {n: Server(m, cache, kind="reference") for n, m in (references or {}).items()}
         self.topology = topology
         self.run_dir = run_dir
         self.settings = settings
