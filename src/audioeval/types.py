@@ -5,15 +5,18 @@ builder episode ──▶ Conversation (Messages of TextPart / AudioPart) ──
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
+import threading
+import weakref
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 
 import numpy as np
 
-from audioeval.audio.wav import quantize, to_pcm16
+from audioeval.audio.wav import encode_wav, quantize, to_pcm16
 
 Role = Literal["system", "user", "assistant"]
 
@@ -36,12 +39,43 @@ class AudioClip:
         return h.hexdigest()
 
     @property
+    def wav_base64(self) -> bytes:
+        """The clip as a base64 WAV file (ASCII bytes), as API requests carry audio. Encoded once per content:
+        clips alive with the same content share one encoding (an episode's demos recur at every k, a corpus
+        clip recurs across episodes), and it lives as long as they do."""
+        return self._encoding.data
+
+    @cached_property
+    def _encoding(self) -> _Encoding:
+        key = self.sha256
+        with _ENCODINGS_LOCK:
+            shared = _ENCODINGS.get(key)
+        if shared is not None:
+            return shared
+        encoding = _Encoding(base64.b64encode(encode_wav(self.samples, self.sampling_rate)))
+        with _ENCODINGS_LOCK:
+            return _ENCODINGS.setdefault(key, encoding)
+
+    @property
     def seconds(self) -> float:
         return len(self.samples) / float(self.sampling_rate)
 
     def describe(self) -> dict[str, Any]:
         """What logs and sample files show instead of the samples themselves."""
         return {"sha256": self.sha256, "seconds": round(self.seconds, 4), "sampling_rate": self.sampling_rate}
+
+
+class _Encoding:
+    """An encoded clip, shared by the clips of that content while any of them is alive."""
+
+    __slots__ = ("data", "__weakref__")
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+
+_ENCODINGS: weakref.WeakValueDictionary[str, _Encoding] = weakref.WeakValueDictionary()  # sha256 -> encoding
+_ENCODINGS_LOCK = threading.Lock()  # clips are encoded on the event loop and on backends' worker threads
 
 
 @dataclass(frozen=True)

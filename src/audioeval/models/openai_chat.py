@@ -2,6 +2,8 @@
 OpenAI-compatible endpoint, `vllm serve`). Audio goes as `input_audio` parts holding base64 WAV.
 
 Requests stream: each is sent as soon as it is rendered, with an adaptive number in flight (models/api/client.py).
+Building a request (`request_body`) and reading a reply (`parse_reply`) are separate small functions; the
+client in between only moves bytes, retries and counts.
 Before the first request of a run the backend waits for a self-hosted endpoint to answer `GET /models` (a
 `vllm serve` that is still loading refuses connections); a 404 is checked against that list, so a model name
 the server does not serve is an error naming the ones it does; a 400 (a prompt with more audio parts than the
@@ -10,23 +12,20 @@ server takes, or longer than its context) is a counted failure carrying the serv
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import logging
 import re
-import threading
 import time
 import urllib.error
 import urllib.request
-from collections import OrderedDict
 from typing import Any
 
-from audioeval.audio.wav import encode_wav
 from audioeval.errors import ModelError
+from audioeval.models.api.body import Encoded, JsonBody
 from audioeval.models.api.client import ChatClient, EndpointSettings
 from audioeval.models.base import StreamingModel
 from audioeval.models.generation import LOCAL_GEN_KWARGS
-from audioeval.types import AudioClip, AudioPart, Message, Request, Response, TextPart
+from audioeval.types import AudioPart, Message, Request, Response, TextPart
 
 log = logging.getLogger("audioeval")
 
@@ -59,31 +58,11 @@ def is_reasoning_model(model: str) -> bool:
     return bool(_REASONING_NAME.match(model.strip()))
 
 
-_ENCODED: OrderedDict[str, str] = OrderedDict()  # clip sha256 -> base64 WAV, for the clips seen last
-_ENCODED_MAX = 64
-_ENCODED_LOCK = threading.Lock()  # cascades call generate() from the serving path's worker thread
-
-
-def wav_base64(clip: AudioClip) -> str:
-    """A clip as base64 WAV. The k-shot requests of an episode repeat its demo clips (nested demos), so the
-    last few encodings are kept instead of redone."""
-    key = clip.sha256
-    with _ENCODED_LOCK:
-        data = _ENCODED.get(key)
-        if data is not None:
-            _ENCODED.move_to_end(key)
-            return data
-    data = base64.b64encode(encode_wav(clip.samples, clip.sampling_rate)).decode("ascii")
-    with _ENCODED_LOCK:
-        _ENCODED[key] = data
-        if len(_ENCODED) > _ENCODED_MAX:
-            _ENCODED.popitem(last=False)
-    return data
-
-
 def to_openai_messages(
-    messages: tuple[Message, ...] | list[Message], audio_format: str = "wav"
+    messages: tuple[Message, ...] | list[Message], audio_format: str = "wav", encoded: bool = False
 ) -> list[dict[str, Any]]:
+    """Chat Completions messages. Audio data is the clip's base64 WAV as a str, or with `encoded` as the
+    clip's own bytes for a JsonBody (no copy)."""
     out: list[dict[str, Any]] = []
     for m in messages:
         if m.role in ("system", "assistant"):
@@ -98,24 +77,23 @@ def to_openai_messages(
             if isinstance(p, TextPart):
                 content.append({"type": "text", "text": p.text})
             else:
-                data = wav_base64(p.clip)
+                wav = p.clip.wav_base64
+                data: Encoded | str = Encoded(wav) if encoded else wav.decode("ascii")
                 content.append({"type": "input_audio", "input_audio": {"data": data, "format": audio_format}})
         out.append({"role": "user", "content": content or ""})
     return out
 
 
-def completion_payload(
-    request: Request,
+def completion_settings(
+    gen_kwargs: dict[str, Any],
     defaults: dict[str, Any],
     token_limit_field: str = "max_tokens",
     reasoning: bool = False,
 ) -> dict[str, Any]:
-    """Chat Completions fields for a request. `token_limit_field` names the field that carries the token limit:
-    `max_tokens`, or `max_completion_tokens` for endpoints (newer OpenAI models) that refuse the former.
-    `reasoning`: the model has no greedy decoding, so a greedy request (temperature 0 or unset) sends no
-    temperature; an explicit non-zero temperature is still sent."""
-    kwargs = {**defaults, **request.gen_kwargs}
-    payload: dict[str, Any] = {"messages": to_openai_messages(request.messages)}
+    """The Chat Completions fields other than the messages; settings the API does not name go under
+    `extra_body` (sent as top-level fields)."""
+    kwargs = {**defaults, **gen_kwargs}
+    payload: dict[str, Any] = {}
     extra: dict[str, Any] = {}
     do_sample = kwargs.pop("do_sample", None)
     if reasoning and kwargs.get("temperature") == 0:
@@ -137,6 +115,49 @@ def completion_payload(
     if extra:
         payload["extra_body"] = extra
     return payload
+
+
+def completion_payload(
+    request: Request,
+    defaults: dict[str, Any],
+    token_limit_field: str = "max_tokens",
+    reasoning: bool = False,
+) -> dict[str, Any]:
+    """Chat Completions fields for a request, as the `openai` SDK's `chat.completions.create` takes them.
+    `token_limit_field` names the field that carries the token limit: `max_tokens`, or
+    `max_completion_tokens` for endpoints (newer OpenAI models) that refuse the former.
+    `reasoning`: the model has no greedy decoding, so a greedy request (temperature 0 or unset) sends no
+    temperature; an explicit non-zero temperature is still sent."""
+    settings = completion_settings(request.gen_kwargs, defaults, token_limit_field, reasoning)
+    return {"messages": to_openai_messages(request.messages), **settings}
+
+
+def request_body(
+    model: str,
+    request: Request,
+    defaults: dict[str, Any],
+    token_limit_field: str = "max_tokens",
+    reasoning: bool = False,
+) -> JsonBody:
+    """The HTTP body of a request, built once (the same bytes go out on every retry): what
+    `completion_payload` gives the SDK, with `extra_body` merged in as the SDK merges it, and each clip's
+    base64 WAV spliced in without a copy."""
+    settings = completion_settings(request.gen_kwargs, defaults, token_limit_field, reasoning)
+    extra = settings.pop("extra_body", {})
+    messages = to_openai_messages(request.messages, encoded=True)
+    return JsonBody.of({"model": model, "messages": messages, **settings, **extra})
+
+
+def parse_reply(reply: Any) -> str:
+    """The text of a chat completion; ValueError when the reply is not one (retried as a malformed reply)."""
+    try:
+        message = reply["choices"][0]["message"]
+        content = message.get("content")
+    except (KeyError, IndexError, TypeError, AttributeError) as err:
+        raise ValueError(f"not a chat completion: {str(reply)[:120]}") from err
+    if content is not None and not isinstance(content, str):
+        raise ValueError(f"message content is not text: {str(content)[:120]}")
+    return content or ""
 
 
 def list_models(
@@ -271,8 +292,10 @@ class OpenAIChatModel(StreamingModel):
     async def generate_one(self, request: Request) -> Response:
         if not self._ready:
             await self._wait_until_ready()
-        payload = completion_payload(request, self.defaults, self.token_limit_field, self.reasoning)
-        c = await self.client.complete(payload)
+        body = request_body(
+            self.settings.model, request, self.defaults, self.token_limit_field, self.reasoning
+        )
+        c = await self.client.complete(body, parse_reply)
         error = c.error
         if error is not None and error.startswith("HTTP 404") and not self._model_checked:
             await self._check_model_is_served()
@@ -285,7 +308,7 @@ class OpenAIChatModel(StreamingModel):
             if _AUDIO_LIMIT.search(error):
                 error += f" [{len(request.clips)} sent; vLLM: raise the server's --limit-mm-per-prompt]"
         info = {"attempts": c.attempts} if c.attempts > 1 else {}
-        return Response(text=c.text, error=error, latency_s=c.latency_s, info=info)
+        return Response(text=c.value, error=error, latency_s=c.latency_s, info=info)
 
     # ------------------------------------------------------------------------------------------------------
     def _wait_budget(self) -> float:

@@ -6,10 +6,12 @@ backend and the LLM judges.
 - Retries: 408/409/429/5xx, timeouts, dropped connections and malformed replies are retried up to
   `max_retries` times with jittered exponential backoff; a Retry-After (or retry-after-ms) header is
   honoured up to `max_retry_after` seconds (default 60) and any wait longer than a few seconds is logged at
-  INFO with the endpoint and the reason. The SDK's own retry loop is switched off (max_retries=0) because it
-  cannot do this job: its Retry-After ceiling is a module constant, a longer Retry-After makes it give up
-  instead of waiting the ceiling, and neither the concurrency controller nor the per-endpoint figures would
-  hear about the attempts it retries.
+  INFO with the endpoint and the reason. (The `openai` SDK's retry loop could not do this job: its
+  Retry-After ceiling is a module constant, a longer Retry-After makes it give up instead of waiting the
+  ceiling, and neither the concurrency controller nor the per-endpoint figures would hear about the attempts
+  it retries. Requests go out through http.py, which says why not through the SDK at all.)
+- Each request's body is built once by the caller (body.py) and sent as is on every attempt; the caller's
+  `parse` reads the reply.
 - An endpoint that fails `max_consecutive_failures` requests in a row (each after its retries) is declared
   down: `EndpointDown` names it and the last status, and later requests fail at once.
 - The API key is read from an environment variable and never stored in anything the harness writes.
@@ -19,15 +21,19 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
 import logging
 import os
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from audioeval.errors import ModelError
+from audioeval.models.api.body import JsonBody
 from audioeval.models.api.concurrency import AdaptiveLimit, Slot
+from audioeval.models.api.http import HttpEndpoint, HttpReply, endpoint_url_and_headers
 from audioeval.models.endpoint_stats import EndpointStats
 
 log = logging.getLogger("audioeval")
@@ -35,6 +41,8 @@ log = logging.getLogger("audioeval")
 RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504}
 OVERLOAD_STATUS = {429, 503}  # with timeouts: the signals that lower the concurrency limit
 LONG_WAIT_S = 5.0  # waits longer than this are logged at INFO
+
+T = TypeVar("T")
 
 
 class EndpointDown(ModelError):
@@ -89,8 +97,8 @@ class EndpointSettings:
 
 
 @dataclass
-class Completion:
-    text: str | None
+class Completion(Generic[T]):
+    value: T | None  # what the reply parser made of the reply; None when the request failed
     error: str | None
     latency_s: float
     attempts: int
@@ -105,6 +113,34 @@ class _Failure:
     retryable: bool
     overloaded: bool
     retry_after: float | None = None
+
+
+class _StatusError(Exception):
+    """The endpoint answered with an HTTP error status."""
+
+    def __init__(self, reply: HttpReply) -> None:
+        super().__init__(f"HTTP {reply.status}")
+        self.status = reply.status
+        self.message = error_message(reply.data)
+        self.headers = reply.headers
+
+
+def error_message(data: bytes) -> str:
+    """The message of an error reply: OpenAI's `error.message`, vLLM's `message`, FastAPI's `detail`, else
+    the reply's text."""
+    text = data.decode("utf-8", "replace")
+    try:
+        reply = json.loads(text)
+    except ValueError:
+        return text
+    if isinstance(reply, dict):
+        error = reply.get("error")
+        if isinstance(error, dict) and error.get("message"):
+            return str(error["message"])
+        for key in ("message", "detail", "error"):
+            if reply.get(key):
+                return str(reply[key])
+    return text
 
 
 def parse_retry_after(headers: Any) -> float | None:
@@ -134,43 +170,25 @@ def parse_retry_after(headers: Any) -> float | None:
 class ChatClient:
     def __init__(self, settings: EndpointSettings, stats: EndpointStats | None = None) -> None:
         self.settings = settings
-        self._key = settings.api_key()
         self.stats = stats if stats is not None else EndpointStats()
         assert settings.max_concurrent is not None  # set by EndpointSettings.__post_init__
         self.limit = AdaptiveLimit(settings.num_concurrent, settings.max_concurrent, self.stats)
-        self._client: Any = None
-        self._client_loop: asyncio.AbstractEventLoop | None = None
+        url, headers = endpoint_url_and_headers(settings.api_key(), settings.base_url, "chat/completions")
+        self.http = HttpEndpoint(url, headers, settings.max_concurrent, settings.timeout)
         self._consecutive_failures = 0
         self.down: str | None = None  # the message once the endpoint is declared down
         self._last_backoff_log = 0.0
 
-    # ------------------------------------------------------------------------------------------------------
-    def _sdk_client(self) -> Any:
-        """The SDK client of the running event loop (an HTTP connection pool belongs to one loop)."""
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._client_loop is not loop:
-            from openai import AsyncOpenAI
-
-            self._client = AsyncOpenAI(
-                api_key=self._key,
-                base_url=self.settings.base_url,
-                timeout=self.settings.timeout,
-                max_retries=0,
-            )
-            self._client_loop = loop
-        return self._client
-
     async def aclose(self) -> None:
         """Close the connection pool of the running loop (call before the loop ends)."""
-        if self._client is not None and self._client_loop is asyncio.get_running_loop():
-            client, self._client, self._client_loop = self._client, None, None
-            await client.close()
+        await self.http.aclose()
 
     # ------------------------------------------------------------------------------------------------------
-    async def complete(self, payload: dict[str, Any]) -> Completion:
-        """Send one payload (messages + sampling settings), retrying as configured. Raises EndpointDown when
-        the endpoint has failed too many requests in a row, ModelError when it rejects the API key.
-        Counts retries, 429s, 5xx and timeouts in `stats` (the serving path counts requests and failures)."""
+    async def complete(self, body: JsonBody, parse: Callable[[Any], T]) -> Completion[T]:
+        """Send one request body, retrying as configured; `parse` turns the reply's JSON into the value
+        (ValueError: not a reply, retried as a malformed one). Raises EndpointDown when the endpoint has
+        failed too many requests in a row, ModelError when it rejects the API key. Counts retries, 429s, 5xx
+        and timeouts in `stats` (the serving path counts requests and failures)."""
         attempts = 0
         started: float | None = None
         while True:
@@ -184,7 +202,7 @@ class ChatClient:
             started = started if started is not None else attempt_started
             failure: _Failure | None = None
             try:
-                text = await self._attempt(payload)
+                value = parse(await self._attempt(body))
             except Exception as err:
                 failure = self._classify(err)
                 if failure is None:  # the API key was rejected, or a bug: not something to retry
@@ -197,46 +215,43 @@ class ChatClient:
                 self.limit.release(slot)
                 self.stats.latency.add(time.perf_counter() - attempt_started)
                 self._consecutive_failures = 0
-                return Completion(text, None, time.perf_counter() - started, attempts)
+                return Completion(value, None, time.perf_counter() - started, attempts)
             self._count(failure)
             self._released(slot, failure)
             if not failure.retryable or attempts > self.settings.max_retries:
                 return self._give_up(failure, attempts, time.perf_counter() - started)
             await self._wait(failure, attempts)
 
-    async def _attempt(self, payload: dict[str, Any]) -> str:
-        import openai
-
-        try:
-            result = await self._sdk_client().chat.completions.create(model=self.settings.model, **payload)
-        except openai.AuthenticationError as err:
+    async def _attempt(self, body: JsonBody) -> Any:
+        """The reply's JSON; _StatusError for an HTTP error status."""
+        reply = await self.http.post(body)
+        if reply.status == 401:
             raise ModelError(
                 f"{self.settings.label} rejected the API key from ${self.settings.api_key_env} (HTTP 401): check it."
-            ) from err
-        if not getattr(result, "choices", None):
-            raise ValueError(f"not a chat completion: {_short(str(result), 120)}")
-        return result.choices[0].message.content or ""
+            )
+        if reply.status >= 400:
+            raise _StatusError(reply)
+        return json.loads(reply.data)
 
     def _classify(self, err: Exception) -> _Failure | None:
         """What went wrong with an attempt; None for errors that are not the endpoint's (re-raised)."""
-        import openai
+        import aiohttp
 
         if isinstance(err, ModelError):
             return None
-        if isinstance(err, openai.APITimeoutError):
+        if isinstance(err, TimeoutError):  # before ClientError: aiohttp's timeouts are both
             return _Failure("APITimeoutError", f"no reply within {self.settings.timeout:g} s", True, True)
-        if isinstance(err, openai.APIStatusError):
-            status = err.status_code
+        if isinstance(err, _StatusError):
             return _Failure(
-                f"HTTP {status}",
-                _short(getattr(err, "message", str(err))),
-                status in RETRYABLE_STATUS,
-                status in OVERLOAD_STATUS,
-                parse_retry_after(getattr(err.response, "headers", None)),
+                f"HTTP {err.status}",
+                _short(err.message),
+                err.status in RETRYABLE_STATUS,
+                err.status in OVERLOAD_STATUS,
+                parse_retry_after(err.headers),
             )
-        if isinstance(err, openai.APIConnectionError):
-            return _Failure("APIConnectionError", _short(str(err.__cause__ or err)), True, False)
-        if isinstance(err, openai.APIError | ValueError | AttributeError | TypeError):
+        if isinstance(err, aiohttp.ClientError | ConnectionError):
+            return _Failure("APIConnectionError", _short(str(err) or type(err).__name__), True, False)
+        if isinstance(err, ValueError | KeyError | IndexError | AttributeError | TypeError):
             # a reply that is not a chat completion (an HTML page, broken JSON, no choices)
             return _Failure("malformed reply", _short(str(err)), True, False)
         return None
