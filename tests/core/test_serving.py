@@ -197,3 +197,27 @@ def test_sample_files_written_in_completion_order_merge_in_episode_order(tmp_pat
     SampleLog(tmp_path, "u", 0).close()
     with pytest.raises(UsageError, match="filesystem they all share"):
         SampleLog.merge(tmp_path, "u", 2)
+
+
+def test_a_clips_identity_is_what_earlier_versions_computed():
+    """Content keys hash each clip's PCM16 bytes: a faster conversion must round exactly as before (half to
+    even, clipped), or every cached response would be orphaned and every sample id would change."""
+    import hashlib
+
+    import numpy as np
+
+    from audioeval.audio.wav import encode_wav
+    from audioeval.types import AudioClip
+
+    x = np.concatenate(
+        [0.3 * np.sin(np.arange(16000) / 7.0), (np.arange(-6, 7) + 0.5) / 32767, [1.5, -2.0, 1, -1]]
+    )
+    assert (
+        AudioClip.from_array(x, 16000).sha256
+        == "bf92159a8c64d94a8478766da42a13056690234138969aa004c581d3623a5785"
+    )
+    assert AudioClip(x, 16000).sha256 == "557604b7008761154d655bcb246ec5867838c59b029bfc0100f4aaf307838808"
+    wav = encode_wav(x, 16000)
+    assert (
+        hashlib.sha256(wav).hexdigest() == "b5ef0c13b5e70e6c91ef200b89da182f4926cdb248df03355eb9c55815e2f16f"
+    )

@@ -15,7 +15,15 @@ from pathlib import Path
 import pytest
 
 from audioeval.testing.fake_openai import FakeOpenAIServer, Fault, prompt_text
-from tests.conftest import free_port, latest_run, load_results, load_samples, run_cli, toy_answer
+from tests.conftest import (
+    free_port,
+    latest_run,
+    load_results,
+    load_samples,
+    run_cli,
+    run_two_processes,
+    toy_answer,
+)
 
 
 def _judge(body: dict) -> str:
@@ -36,24 +44,40 @@ def test_results_do_not_depend_on_concurrency(toy_dir, tmp_path):
     port = free_port()
     runs = []
     with FakeOpenAIServer(reply=toy_answer, latency=(0.0, 0.08), port=port) as server:
-        for concurrency in (1, 4, 32):
+        for concurrency in (1, 4, 32, 128):
             server.max_in_flight = 0
             model_args = f"model=toy,base_url={server.base_url},num_concurrent={concurrency}"
             out = tmp_path / f"c{concurrency}"
-            code, _, err = run_cli(_args(toy_dir, out, None, model_args, "--task_args", "n_episodes=16"))
+            code, _, err = run_cli(_args(toy_dir, out, None, model_args, "--task_args", "n_episodes=48"))
             assert code == 0, err
             assert server.max_in_flight == 1 if concurrency == 1 else 1 < server.max_in_flight <= concurrency
             runs.append(latest_run(out))
     results = [load_results(r) for r in runs]
-    assert results[0]["results"] == results[1]["results"] == results[2]["results"]
-    assert (
-        load_samples(runs[0], "toy_tones")
-        == load_samples(runs[1], "toy_tones")
-        == load_samples(runs[2], "toy_tones")
-    )
-    figures = results[2]["timing"]["endpoints"]["model"]
-    assert figures["requests"] == 48 and figures["failed"] == 0 and 1 < figures["peak_in_flight"] <= 32
+    assert all(r["results"] == results[0]["results"] for r in results[1:])
+    samples = load_samples(runs[0], "toy_tones")
+    assert len(samples) == 144 and all(load_samples(r, "toy_tones") == samples for r in runs[1:])
+    figures = results[3]["timing"]["endpoints"]["model"]
+    assert figures["requests"] == 144 and figures["failed"] == 0 and 1 < figures["peak_in_flight"] <= 128
     assert 0 < figures["latency_p50_s"] <= figures["latency_p95_s"]
+
+
+@pytest.mark.slow
+def test_two_processes_at_64_in_flight_each_give_the_results_of_one(toy_dir, tmp_path):
+    with FakeOpenAIServer(reply=toy_answer, latency=(0.0, 0.08)) as server:
+        model_args = f"model=toy,base_url={server.base_url},num_concurrent=64"
+        extra = ("--task_args", "n_episodes=64")
+        proc = run_two_processes(_args(toy_dir, tmp_path / "two", None, model_args, *extra), timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert 1 < server.max_in_flight <= 128
+        sent_by_two = len(server.requests)
+        code, _, err = run_cli(_args(toy_dir, tmp_path / "one", None, model_args, *extra))
+        assert code == 0, err
+    two, one = latest_run(tmp_path / "two"), latest_run(tmp_path / "one")
+    assert load_results(two)["world_size"] == 2 and sent_by_two == 192
+    assert load_results(one)["results"] == load_results(two)["results"]
+    assert load_samples(one, "toy_tones") == load_samples(two, "toy_tones")
+    figures = load_results(two)["timing"]["endpoints"]["model"]
+    assert figures["requests"] == 192 and figures["failed"] == 0 and figures["peak_in_flight"] <= 64
 
 
 def test_an_endpoint_going_down_stops_the_run_with_a_clear_error_and_keeps_the_answers(toy_dir, tmp_path):

@@ -190,3 +190,57 @@ def test_family_and_token_limit_field_override_the_name():
     assert chat.identity != OpenAIChatModel(model="gpt-5-mini", base_url=server.base_url).identity
     with pytest.raises(ModelError, match="family"):
         OpenAIChatModel(model="m", base_url=server.base_url, family="thinking")
+
+
+def _clip(seed: int, seconds: float = 0.5) -> AudioClip:
+    rng = np.random.default_rng(seed)
+    return AudioClip.from_array(0.3 * rng.standard_normal(int(16000 * seconds)), 16000)
+
+
+def test_the_body_sent_is_what_the_sdk_would_send():
+    """The lean body (audio spliced in, built once) carries exactly the fields the SDK call carried:
+    `completion_payload` plus the model, with `extra_body` merged into the top level."""
+    from audioeval.models.openai_chat import completion_payload, request_body
+
+    request = _request(
+        'say "hi"\n\u00e9\u4e2d \U0001f3b5',
+        _clip(1),
+        max_new_tokens=5,
+        until=["\n"],
+        **{"extra_body.min_tokens": 2},
+    )
+    payload = completion_payload(request, {"max_tokens": 9})
+    extra = payload.pop("extra_body")
+    expected = {"model": "m", **payload, **extra}
+    assert request_body("m", request, {"max_tokens": 9}).loads() == expected
+    with FakeOpenAIServer() as server:
+        model = OpenAIChatModel(model="m", base_url=server.base_url)
+        (response,) = model.generate([request])
+    assert response.ok and server.requests == [expected]
+
+
+def test_each_clip_is_encoded_once_however_often_it_is_sent(monkeypatch):
+    import audioeval.types as types_module
+
+    encoded = []
+    real = types_module.encode_wav
+    monkeypatch.setattr(types_module, "encode_wav", lambda s, r: encoded.append(1) or real(s, r))
+    demos, query = [_clip(10 + i) for i in range(3)], _clip(0)
+    again = AudioClip.from_array(query.samples, 16000)  # the same content in another object
+    requests = [
+        Request(
+            (Message("user", tuple(AudioPart(c) for c in [*demos[:k], query])),), {}, RequestId("t", k, 0)
+        )
+        for k in (0, 1, 3)
+    ]
+    requests.append(Request((Message("user", (AudioPart(again),)),), {}, RequestId("t", 0, 1)))
+    with FakeOpenAIServer() as server:
+        model = OpenAIChatModel(model="m", base_url=server.base_url, num_concurrent=4)
+        assert all(r.ok for r in model.generate(requests))
+    assert len(encoded) == 4  # three demos and the query, each once
+    bodies = sorted(server.requests, key=lambda b: len(b["messages"][0]["content"]))  # arrival order varies
+    for body, request in zip(bodies, sorted(requests, key=lambda r: len(r.clips)), strict=True):
+        parts = body["messages"][0]["content"]
+        sent = [decode_wav(base64.b64decode(p["input_audio"]["data"]))[0] for p in parts]
+        assert len(sent) == len(request.clips)
+        assert all(np.array_equal(s, c.samples) for s, c in zip(sent, request.clips, strict=True))
