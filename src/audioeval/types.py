@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from audioeval.audio.wav import encode_wav, quantize, to_pcm16
+from audioeval.audio.wav import PCM16_SCALE, encode_wav, to_pcm16
 
 Role = Literal["system", "user", "assistant"]
 
@@ -30,13 +30,16 @@ class AudioClip:
 
     @classmethod
     def from_array(cls, array: Any, sampling_rate: int) -> AudioClip:
-        return cls(quantize(np.asarray(array, dtype=np.float32)), int(sampling_rate))
+        """The samples put on the 16-bit grid (`quantize`), hashed from the PCM16 bytes made on the way:
+        the identity comes with the clip, on the thread that made it, without a second conversion."""
+        pcm = to_pcm16(np.asarray(array, dtype=np.float32))
+        clip = cls((pcm.astype(np.float32) / np.float32(PCM16_SCALE)).astype(np.float32), int(sampling_rate))
+        clip.__dict__["sha256"] = _pcm_sha256(pcm, clip.sampling_rate)  # = what the sha256 property computes
+        return clip
 
     @cached_property
     def sha256(self) -> str:
-        h = hashlib.sha256(str(self.sampling_rate).encode() + b":")
-        h.update(to_pcm16(self.samples).tobytes())
-        return h.hexdigest()
+        return _pcm_sha256(to_pcm16(self.samples), self.sampling_rate)
 
     @property
     def wav_base64(self) -> bytes:
@@ -63,6 +66,12 @@ class AudioClip:
     def describe(self) -> dict[str, Any]:
         """What logs and sample files show instead of the samples themselves."""
         return {"sha256": self.sha256, "seconds": round(self.seconds, 4), "sampling_rate": self.sampling_rate}
+
+
+def _pcm_sha256(pcm: np.ndarray, sampling_rate: int) -> str:
+    h = hashlib.sha256(str(sampling_rate).encode() + b":")
+    h.update(pcm.data)  # the buffer itself: no copy
+    return h.hexdigest()
 
 
 class _Encoding:

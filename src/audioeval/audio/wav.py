@@ -24,7 +24,8 @@ def to_pcm16(samples: np.ndarray) -> np.ndarray:
     x = np.asarray(samples)
     if x.ndim != 1:
         raise ValueError(f"expected mono audio (1-D array), got shape {x.shape}")
-    y = np.multiply(x, PCM16_SCALE, dtype=np.float64)
+    y = x.astype(np.float64)
+    y *= PCM16_SCALE
     np.clip(y, -PCM16_SCALE, PCM16_SCALE, out=y)
     np.rint(y, out=y)
     return y.astype("<i2")

@@ -13,6 +13,7 @@ waits for a connection and none is closed and reopened between requests.
 from __future__ import annotations
 
 import asyncio
+import urllib.request
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -48,6 +49,15 @@ def endpoint_url_and_headers(api_key: str, base_url: str | None, path: str) -> t
     return url, headers
 
 
+def env_proxy(url: str) -> str | None:
+    """The proxy for `url` from HTTP_PROXY / HTTPS_PROXY / NO_PROXY (as the SDK's httpx honours them)."""
+    parts = urlsplit(url)
+    proxy = urllib.request.getproxies().get(parts.scheme)
+    if not proxy or urllib.request.proxy_bypass(parts.hostname or ""):
+        return None
+    return proxy
+
+
 class HttpEndpoint:
     """POSTs to one URL. A connection pool belongs to one event loop (the evaluator runs one per task), so the
     session is made for the running loop and remade when the loop changes."""
@@ -57,6 +67,7 @@ class HttpEndpoint:
         self._headers = headers
         self._connections = max(1, connections)
         self._timeout = timeout
+        self._proxy = env_proxy(url)
         self._session: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -65,18 +76,23 @@ class HttpEndpoint:
         if self._session is None or self._loop is not loop:
             import aiohttp
 
+            # trust_env=False: with it, aiohttp looks up ~/.netrc and the proxy settings on a worker thread
+            # for every request (two thread hops each); the proxy is looked up once instead (env_proxy)
             self._session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=self._connections, limit_per_host=0),
                 headers=self._headers,
                 timeout=aiohttp.ClientTimeout(total=self._timeout),
-                trust_env=True,  # HTTP(S)_PROXY and NO_PROXY, as the SDK honours them
+                trust_env=False,
             )
             self._loop = loop
         return self._session
 
     async def post(self, body: JsonBody) -> HttpReply:
         """One attempt. Raises TimeoutError past the timeout, aiohttp.ClientError when the connection fails."""
-        async with self._current().post(self.url, data=body.to_bytes()) as response:
+        from audioeval.models.api.payload import ChunksPayload
+
+        session = self._current()
+        async with session.post(self.url, data=ChunksPayload(body), proxy=self._proxy) as response:
             data = await response.read()
             return HttpReply(response.status, response.headers, data)
 
