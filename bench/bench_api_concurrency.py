@@ -246,7 +246,6 @@ def plain_run(server: ServerProcess, concurrency: int, episodes: int) -> dict[st
 # --- per-stage costs ----------------------------------------------------------------------------------------
 def stages(episodes: int, concurrency: int) -> dict[str, Any]:
     """CPU ms per request of each step, on the same requests (run in its own process by --stages)."""
-    import base64
     import hashlib
 
     from openai import AsyncOpenAI
@@ -254,6 +253,7 @@ def stages(episodes: int, concurrency: int) -> dict[str, Any]:
     from audioeval.audio.wav import encode_wav, to_pcm16
     from audioeval.models.api.http import HttpEndpoint, endpoint_url_and_headers
     from audioeval.models.openai_chat import completion_payload, parse_reply, request_body
+    from audioeval.types import b64encode  # pybase64's where installed (the api extra), else the stdlib's
 
     def timed(work: Any) -> tuple[Any, float]:
         """The work's result and its CPU seconds, the best of REPEATS runs (the machine is shared)."""
@@ -276,7 +276,7 @@ def stages(episodes: int, concurrency: int) -> dict[str, Any]:
     requests = [r for r, _ in pairs]
     clips = list({id(c): c for r in requests for c in r.clips}.values())
     wavs, cost["wav"] = timed(lambda: [encode_wav(c.samples, c.sampling_rate) for c in clips])
-    _, cost["base64"] = timed(lambda: [base64.b64encode(w) for w in wavs])
+    _, cost["base64"] = timed(lambda: [b64encode(w) for w in wavs])
     wavs.clear()
     identity = {"model": "openai", "endpoint_model": "bench"}
 
