@@ -244,3 +244,35 @@ def test_each_clip_is_encoded_once_however_often_it_is_sent(monkeypatch):
         sent = [decode_wav(base64.b64decode(p["input_audio"]["data"]))[0] for p in parts]
         assert len(sent) == len(request.clips)
         assert all(np.array_equal(s, c.samples) for s, c in zip(sent, request.clips, strict=True))
+
+
+def test_endpoint_url_keeps_the_query_and_headers_carry_key_org_and_project(monkeypatch):
+    from audioeval.models.api.http import endpoint_url_and_headers
+
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-1")
+    monkeypatch.setenv("OPENAI_PROJECT_ID", "proj-2")
+    url, headers = endpoint_url_and_headers(
+        "sk-3", "https://h.example/openai/v1/?api-version=7", "chat/completions"
+    )
+    assert url == "https://h.example/openai/v1/chat/completions?api-version=7"
+    assert headers["Authorization"] == "Bearer sk-3" and headers["Content-Type"] == "application/json"
+    assert headers["OpenAI-Organization"] == "org-1" and headers["OpenAI-Project"] == "proj-2"
+    assert not [h for h in headers if h.lower().startswith("x-stainless")]
+
+
+@pytest.mark.parametrize(
+    "reply, message",
+    [
+        (b'{"error": {"message": "bad audio", "type": "invalid_request_error"}}', "bad audio"),  # OpenAI
+        (
+            b'{"object": "error", "message": "At most 8 audio(s) may be provided", "code": 400}',
+            "At most 8",
+        ),  # vLLM
+        (b'{"detail": "Not Found"}', "Not Found"),  # FastAPI
+        (b"<html>502 Bad Gateway</html>", "<html>502 Bad Gateway</html>"),
+    ],
+)
+def test_an_error_reply_is_reported_with_the_servers_message(reply, message):
+    from audioeval.models.api.client import error_message
+
+    assert error_message(reply).startswith(message)
