@@ -276,3 +276,14 @@ def test_an_error_reply_is_reported_with_the_servers_message(reply, message):
     from audioeval.models.api.client import error_message
 
     assert error_message(reply).startswith(message)
+
+
+def test_a_reply_that_is_not_a_completion_is_retried_then_counted_as_malformed():
+    with FakeOpenAIServer(
+        faults=[Fault("html", times=1, match="once"), Fault("html", times=9, match="always")]
+    ) as server:
+        model = OpenAIChatModel(model="m", base_url=server.base_url, max_retries=2)
+        model.settings.backoff_base = 0.01
+        once, always = model.generate([_request("once"), _request("always")])
+    assert once.ok and once.info["attempts"] == 2
+    assert always.text is None and always.error.startswith("malformed reply after 3 attempt(s)")

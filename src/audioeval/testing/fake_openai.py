@@ -3,8 +3,8 @@
 It listens on 127.0.0.1 only, answers `POST /v1/chat/completions` after a delay (fixed, or spread over a
 range per request: `latency=(0.2, 1.0)` gives each prompt its own delay, the same on every run), and can be
 told to misbehave: rate-limit (429 with Retry-After), fail (500, 503, ...), hang past the client's timeout,
-drop the connection, or return prose. Replies come from a `reply(request_json) -> str` function, so tests get
-deterministic verdicts. `timings` records (arrival, reply, delay) per answered request, for measuring
+drop the connection, or answer 200 with a web page. Replies come from a `reply(request_json) -> str` function
+(prose, verdicts), so tests get deterministic verdicts. `timings` records (arrival, reply, delay) per answered request, for measuring
 throughput at the server. Like OpenAI, it answers 400 when a request for a reasoning model (o1, o3, o4-mini,
 gpt-5...) carries `max_tokens`, `top_p` or a temperature other than the default 1.
 
@@ -30,7 +30,7 @@ from typing import Any
 class Fault:
     """Misbehaviour for requests whose prompt text contains `match` (empty: every request)."""
 
-    kind: str  # "429", "500", "hang", "disconnect"
+    kind: str  # "429", "500", "hang", "disconnect", "html" (200 with a web page instead of a completion)
     times: int = 1  # how many matching requests misbehave before the server answers normally
     match: str = ""
     retry_after: float | None = 0.05
@@ -199,6 +199,9 @@ class FakeOpenAIServer:
             elif fault.kind == "disconnect":
                 handler.close_connection = True
                 return
+            elif fault.kind == "html":
+                self._send_raw(handler, 200, b"<html><body>502 Bad Gateway</body></html>", "text/html", {})
+                return
             else:
                 status = int(fault.kind)
                 headers = {"Retry-After": str(fault.retry_after)} if fault.retry_after is not None else {}
@@ -228,10 +231,15 @@ class FakeOpenAIServer:
     def _send(
         handler: BaseHTTPRequestHandler, status: int, payload: dict[str, Any], headers: dict[str, str]
     ) -> None:
-        data = json.dumps(payload).encode()
+        FakeOpenAIServer._send_raw(handler, status, json.dumps(payload).encode(), "application/json", headers)
+
+    @staticmethod
+    def _send_raw(
+        handler: BaseHTTPRequestHandler, status: int, data: bytes, content_type: str, headers: dict[str, str]
+    ) -> None:
         try:
             handler.send_response(status)
-            handler.send_header("Content-Type", "application/json")
+            handler.send_header("Content-Type", content_type)
             handler.send_header("Content-Length", str(len(data)))
             for k, v in headers.items():
                 handler.send_header(k, v)

@@ -125,6 +125,10 @@ class _StatusError(Exception):
         self.headers = reply.headers
 
 
+class _Malformed(Exception):
+    """A reply that is not what was asked for (not JSON, not a chat completion)."""
+
+
 def error_message(data: bytes) -> str:
     """The message of an error reply: OpenAI's `error.message`, vLLM's `message`, FastAPI's `detail`, else
     the reply's text."""
@@ -186,7 +190,7 @@ class ChatClient:
     # ------------------------------------------------------------------------------------------------------
     async def complete(self, body: JsonBody, parse: Callable[[Any], T]) -> Completion[T]:
         """Send one request body, retrying as configured; `parse` turns the reply's JSON into the value
-        (ValueError: not a reply, retried as a malformed one). Raises EndpointDown when the endpoint has
+        (raising ValueError for a reply that is not one: retried as a malformed reply). Raises EndpointDown when the endpoint has
         failed too many requests in a row, ModelError when it rejects the API key. Counts retries, 429s, 5xx
         and timeouts in `stats` (the serving path counts requests and failures)."""
         attempts = 0
@@ -202,7 +206,7 @@ class ChatClient:
             started = started if started is not None else attempt_started
             failure: _Failure | None = None
             try:
-                value = parse(await self._attempt(body))
+                value = await self._attempt(body, parse)
             except Exception as err:
                 failure = self._classify(err)
                 if failure is None:  # the API key was rejected, or a bug: not something to retry
@@ -222,8 +226,9 @@ class ChatClient:
                 return self._give_up(failure, attempts, time.perf_counter() - started)
             await self._wait(failure, attempts)
 
-    async def _attempt(self, body: JsonBody) -> Any:
-        """The reply's JSON; _StatusError for an HTTP error status."""
+    async def _attempt(self, body: JsonBody, parse: Callable[[Any], T]) -> T:
+        """What `parse` makes of the reply; _StatusError for an HTTP error status, _Malformed for a reply that
+        is not JSON or that `parse` refuses."""
         reply = await self.http.post(body)
         if reply.status == 401:
             raise ModelError(
@@ -231,7 +236,10 @@ class ChatClient:
             )
         if reply.status >= 400:
             raise _StatusError(reply)
-        return json.loads(reply.data)
+        try:
+            return parse(json.loads(reply.data))
+        except ValueError as err:  # JSONDecodeError and UnicodeDecodeError are ValueErrors too
+            raise _Malformed(str(err)) from err
 
     def _classify(self, err: Exception) -> _Failure | None:
         """What went wrong with an attempt; None for errors that are not the endpoint's (re-raised)."""
@@ -251,8 +259,7 @@ class ChatClient:
             )
         if isinstance(err, aiohttp.ClientError | ConnectionError):
             return _Failure("APIConnectionError", _short(str(err) or type(err).__name__), True, False)
-        if isinstance(err, ValueError | KeyError | IndexError | AttributeError | TypeError):
-            # a reply that is not a chat completion (an HTML page, broken JSON, no choices)
+        if isinstance(err, _Malformed):  # an HTML page, broken JSON, no choices
             return _Failure("malformed reply", _short(str(err)), True, False)
         return None
 
