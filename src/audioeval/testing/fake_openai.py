@@ -3,9 +3,9 @@
 It listens on 127.0.0.1 only, answers `POST /v1/chat/completions` after a delay (fixed, or spread over a
 range per request: `latency=(0.2, 1.0)` gives each prompt its own delay, the same on every run), and can be
 told to misbehave: rate-limit (429 with Retry-After), fail (500, 503, ...), hang past the client's timeout,
-drop the connection, or answer 200 with a web page. Replies come from a `reply(request_json) -> str` function
-(prose, verdicts), so tests get deterministic verdicts. `timings` records (arrival, reply, delay) per answered request, for measuring
-throughput at the server. Like OpenAI, it answers 400 when a request for a reasoning model (o1, o3, o4-mini,
+drop the connection, or answer 200 with a web page. Replies come from a `reply(request_json) -> str` function,
+so tests get deterministic verdicts. `timings` records (arrival, reply, delay) per answered request, for
+measuring throughput at the server. Like OpenAI, it answers 400 when a request for a reasoning model (o1, o3, o4-mini,
 gpt-5...) carries `max_tokens`, `top_p` or a temperature other than the default 1.
 
     python -m audioeval.testing.fake_openai --latency 0.2,1.0   # a server for benches, in its own process
