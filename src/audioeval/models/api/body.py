@@ -10,8 +10,8 @@ clip (`AudioClip.wav_base64`), so a demo that recurs at every k costs its bytes 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass
+from json.encoder import encode_basestring_ascii as _quote  # what json.dumps does to a str, in C
 from typing import Any
 
 
@@ -45,36 +45,36 @@ class JsonBody:
         return json.loads(self.to_bytes())
 
 
-def _chunks(document: Any) -> Iterator[bytes]:
-    pending: list[str] = []
-    for piece in _pieces(document):
-        if isinstance(piece, str):
-            pending.append(piece)
-        else:
-            yield "".join(pending).encode()
-            pending.clear()
-            yield piece
-    yield "".join(pending).encode()
+def _chunks(document: Any) -> list[bytes]:
+    """The document's text pieces joined between the Encoded values, which stay separate chunks."""
+    chunks: list[bytes] = []
+    text: list[str] = []
 
+    def walk(value: Any) -> None:
+        if isinstance(value, str):
+            text.append(_quote(value))
+        elif isinstance(value, Encoded):
+            text.append('"')
+            chunks.append("".join(text).encode())
+            chunks.append(value.data)
+            text.clear()
+            text.append('"')
+        elif isinstance(value, dict):
+            text.append("{")
+            for i, (key, item) in enumerate(value.items()):
+                text.append((", " if i else "") + _quote(str(key)) + ": ")
+                walk(item)
+            text.append("}")
+        elif isinstance(value, list | tuple):
+            text.append("[")
+            for i, item in enumerate(value):
+                if i:
+                    text.append(", ")
+                walk(item)
+            text.append("]")
+        else:  # numbers, booleans, None: as json.dumps writes them
+            text.append(json.dumps(value))
 
-def _pieces(value: Any) -> Iterator[str | bytes]:
-    """The document as text pieces and, for each Encoded value, its bytes (the quotes around it are text)."""
-    if isinstance(value, Encoded):
-        yield '"'
-        yield value.data
-        yield '"'
-    elif isinstance(value, dict):
-        yield "{"
-        for i, (key, item) in enumerate(value.items()):
-            yield (", " if i else "") + json.dumps(str(key)) + ": "
-            yield from _pieces(item)
-        yield "}"
-    elif isinstance(value, list | tuple):
-        yield "["
-        for i, item in enumerate(value):
-            if i:
-                yield ", "
-            yield from _pieces(item)
-        yield "]"
-    else:
-        yield json.dumps(value)
+    walk(document)
+    chunks.append("".join(text).encode())
+    return chunks
