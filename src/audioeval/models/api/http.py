@@ -1,9 +1,9 @@
 """The HTTP side of one endpoint: where requests go, with which headers, over a pool of kept-alive connections.
 
 Requests go through aiohttp, not the `openai` SDK's `chat.completions.create`: on AudioCount payloads
-(1.3 MB, three clips) against a server in another process, the SDK costs 6.3 ms of client CPU per request
-(it re-serializes the payload with `json.dumps`, scanning every base64 character, then runs its httpx2
-machinery), httpx2 given ready bytes 1.6 ms, aiohttp given ready bytes 0.6 ms (bench/bench_api_concurrency.py
+(1.3 MB, three clips) against a server in another process, 32 in flight, the SDK costs 6.3 ms of client CPU
+per request (it re-serializes the payload with `json.dumps`, scanning every base64 character, then runs its
+httpx2 machinery), httpx2 given ready bytes 1.6 ms, aiohttp given ready bytes 0.6 ms (bench/bench_api_concurrency.py
 measures the same per stage). What the SDK is good at stays with it: the endpoint's base URL
 (`OPENAI_BASE_URL` when none is given) and the auth headers (the key, `OPENAI_ORG_ID`, `OPENAI_PROJECT_ID`),
 read once per client. The pool holds as many connections as requests may be in flight, so no request
