@@ -287,3 +287,14 @@ def test_a_reply_that_is_not_a_completion_is_retried_then_counted_as_malformed()
         once, always = model.generate([_request("once"), _request("always")])
     assert once.ok and once.info["attempts"] == 2
     assert always.text is None and always.error.startswith("malformed reply after 3 attempt(s)")
+
+
+def test_credentials_in_the_base_url_go_as_basic_auth_as_the_sdk_sent_them():
+    with FakeOpenAIServer() as server:
+        url = server.base_url.replace("http://", "http://user:pw@") + "?api-version=1"
+        model = OpenAIChatModel(model="m", base_url=url)
+        (response,) = model.generate([_request("q")])
+    assert (
+        response.ok
+        and server.headers_seen[0]["authorization"] == "Basic " + base64.b64encode(b"user:pw").decode()
+    )

@@ -33,7 +33,7 @@ class HttpReply:
 def endpoint_url_and_headers(api_key: str, base_url: str | None, path: str) -> tuple[str, dict[str, str]]:
     """The URL of `path` under the endpoint and the headers every request carries, as the SDK resolves them
     (without the SDK's own telemetry headers: these requests are not the SDK's). A query string in the base URL
-    (`?api-version=...`) is kept."""
+    (`?api-version=...`) is kept, and so are credentials in it."""
     from openai import AsyncOpenAI
 
     sdk = AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0)
@@ -46,6 +46,10 @@ def endpoint_url_and_headers(api_key: str, base_url: str | None, path: str) -> t
     }
     headers["User-Agent"] = USER_AGENT
     headers["Content-Type"] = "application/json"
+    if base.username is not None or base.password is not None:
+        # credentials in the URL (http://user:password@host/v1) are sent as Basic auth in place of the key, as
+        # the SDK's httpx sent them; aiohttp refuses both at once
+        headers.pop("Authorization", None)
     return url, headers
 
 
