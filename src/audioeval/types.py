@@ -9,6 +9,7 @@ import hashlib
 import json
 import threading
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
@@ -17,10 +18,20 @@ import numpy as np
 
 from audioeval.audio.wav import PCM16_SCALE, encode_wav, to_pcm16
 
-try:  # SIMD base64 (the `api` extra): 0.006 ms for a 10 s clip where the standard library's takes 1.9 ms
-    from pybase64 import b64encode
-except ImportError:  # the same bytes, slower
-    from base64 import b64encode
+
+def _fastest_b64encode() -> Callable[[bytes], bytes]:
+    """SIMD base64 (the `api` extra): 0.006 ms for a 10 s clip where the standard library's takes 1.9 ms;
+    without it the standard library's, the same bytes, slower."""
+    try:
+        import pybase64
+    except ImportError:
+        import base64
+
+        return base64.b64encode
+    return pybase64.b64encode
+
+
+b64encode = _fastest_b64encode()
 
 Role = Literal["system", "user", "assistant"]
 
@@ -247,12 +258,31 @@ class Request:
 
 
 @dataclass
+class SpokenAnswer:
+    """What a model said aloud: its audio, its own transcript when it gives one, and how long it took.
+
+    `Response.text` stays the text that is scored; which text that is (the ASR of `audio` or `transcript`) is
+    decided after generation, never by the backend."""
+
+    audio: AudioClip
+    transcript: str | None = None  # the model's own text of what it said (None when it gives none)
+    time_to_first_audio_s: float | None = None  # None where the protocol does not stream
+    generation_s: float = 0.0  # request sent to last audio byte received
+
+    @property
+    def real_time_factor(self) -> float | None:
+        """Generation time over answer duration (< 1: faster than it speaks)."""
+        return self.generation_s / self.audio.seconds if self.audio.seconds > 0 else None
+
+
+@dataclass
 class Response:
     text: str | None
     error: str | None = None  # set when the backend gave up on this request; such responses are not cached
     latency_s: float = 0.0
     cached: bool = False
     info: dict[str, Any] = field(default_factory=dict)  # e.g. {"truncated_audio": [...]}
+    spoken: SpokenAnswer | None = None  # set by backends that answer in speech
 
     def __post_init__(self) -> None:
         # Lone surrogates (e.g. a JSON "\ud800" escape from an API) cannot be written as UTF-8 to the cache
