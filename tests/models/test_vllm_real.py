@@ -19,18 +19,18 @@ from pathlib import Path
 import pytest
 from model_test_helpers import tone, user_request
 
-from audioeval.testing.vllm_server import REPO, VENV, VLLMServer, vllm_python
+from audioeval.testing.vllm_server import VLLMServer, no_vllm_message, vllm_python
 
 VLLM_PYTHON = vllm_python()
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(
         VLLM_PYTHON is None,
-        reason=f"no vLLM: {REPO / VENV} is missing (create it with `bash scripts/bootstrap.sh vllm`)",
+        reason=no_vllm_message(),
     ),
 ]
 
-SRC = REPO / "src"
+SRC = Path(__file__).resolve().parents[2] / "src"  # this checkout, whether or not the package is editable
 LIMIT_AUDIO = 8  # the server's --limit-mm-per-prompt; AudioICL at k=5 sends 6 clips, MorseLetter 27
 # AudioOperator (1 s clips) at its k = 0, 1, 3, 5 and one ADU-Bench task (spoken questions, k = 0), 2 episodes each
 TASKS = ["--tasks", "audioicl_audio_operator,adu_general", "--limit", "2", "--gen_kwargs", "max_new_tokens=8"]

@@ -104,7 +104,12 @@ def test_open_filter_listen_and_compare_runs_of_all_three_benchmarks(
         driver.get(server.url + "#/overview/0")
         wait(driver, lambda d: "dsp-oracle" in text_of(d, ".run-head h2"), "the overview")
         assert "AudioICL-Bench" in text_of(driver, ".report h2")
-        assert driver.execute_script("return document.querySelector('.figures img').naturalWidth") > 100
+        # the plot loads after the page: wait for the image to finish (or fail) before measuring it
+        figure = (
+            "const i = document.querySelector('.figures img'); return i ? [i.complete, i.naturalWidth] : null"
+        )
+        wait(driver, lambda d: (d.execute_script(figure) or [False])[0], "the plot image")
+        assert driver.execute_script(figure)[1] > 100
 
         # samples: filter by task, k and outcome; open one; every clip loads with its length; play one
         driver.get(server.url + "#/samples/0")

@@ -33,20 +33,37 @@ from typing import IO, Any
 from audioeval.errors import UsageError
 
 VENV = ".venv-vllm"
-REPO = Path(__file__).resolve().parents[3]  # src/audioeval/testing/ -> the checkout
+
+
+def vllm_venv_places() -> list[Path]:
+    """Where `.venv-vllm` may be: beside the source checkout this module runs from (editable install or
+    PYTHONPATH), beside the venv of the running Python (a non-editable install in <checkout>/.venv, as
+    `scripts/bootstrap.sh` makes), and in the working directory."""
+    checkout = Path(__file__).resolve().parents[3]  # src/audioeval/testing/ -> the checkout, when it is one
+    roots = [checkout] if (checkout / "pyproject.toml").is_file() else []
+    roots += [Path(sys.prefix).parent, Path.cwd()]
+    return list(dict.fromkeys(root / VENV for root in roots))
 
 
 def vllm_python() -> Path | None:
-    """The Python that has vLLM: $AUDIOEVAL_VLLM_PYTHON, else the checkout's .venv-vllm, else this Python when
-    it imports vllm; None when there is none."""
+    """The Python that has vLLM: $AUDIOEVAL_VLLM_PYTHON, else a `.venv-vllm` (see `vllm_venv_places`), else this
+    Python when it imports vllm; None when there is none."""
     named = os.environ.get("AUDIOEVAL_VLLM_PYTHON")
-    candidates = [Path(named)] if named else [REPO / VENV / "bin" / "python"]
+    candidates = [Path(named)] if named else [venv / "bin" / "python" for venv in vllm_venv_places()]
     if not named and importlib.util.find_spec("vllm") is not None:
         candidates.append(Path(sys.executable))
     for path in candidates:
         if path.is_file() and os.access(path, os.X_OK):
             return path
     return None
+
+
+def no_vllm_message() -> str:
+    places = ", ".join(str(venv) for venv in vllm_venv_places())
+    return (
+        f"no vLLM: no {VENV} at {places}; create it with `bash scripts/bootstrap.sh vllm` "
+        "(or point $AUDIOEVAL_VLLM_PYTHON at a Python that has vLLM)."
+    )
 
 
 def _free_port() -> int:
@@ -111,10 +128,7 @@ class VLLMServer:
     def command(self) -> list[str]:
         python = self.python or vllm_python()
         if python is None:
-            raise UsageError(
-                f"no vLLM: {REPO / VENV} is missing; create it with `bash scripts/bootstrap.sh vllm` "
-                "(or point $AUDIOEVAL_VLLM_PYTHON at a Python that has vLLM)."
-            )
+            raise UsageError(no_vllm_message())
         cmd = [
             str(python), "-m", "vllm.entrypoints.openai.api_server",
             "--model", str(self.checkpoint),
