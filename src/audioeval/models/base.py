@@ -58,6 +58,9 @@ class Model(ABC):
     needs_choices: ClassVar[bool] = False
     #: True for backends that take requests one at a time, concurrently (StreamingModel).
     streams: ClassVar[bool] = False
+    #: True for backends that answer in speech (`Response.spoken`); an instance may set it from its arguments
+    #: (`openai` with audio_output=true). The run then transcribes the audio (--asr) before scoring.
+    speaks: bool = False
     #: --model_args that must be given although __init__ defaults them to None (e.g. `pretrained`)
     required_args: ClassVar[tuple[str, ...]] = ()
     #: smallest allowed value of numeric --model_args, e.g. {"num_concurrent": 1}

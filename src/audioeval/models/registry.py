@@ -75,6 +75,9 @@ CORE_BACKENDS: dict[str, Backend] = {
         "audioeval.models.pocketsphinx_asr:PocketSphinxModel",
         "offline en-us speech recognition (the pocketsphinx wheel's model)",
     ),
+    "tts": Backend(
+        "audioeval.models.speech.tts:TtsModel", "a text model's answer spoken by eSpeak NG (offline)"
+    ),
     "hf-chat": Backend(
         "audioeval.models.text_chat:HFChatModel",
         "a text-only Hugging Face causal LM (the text side of a cascade)",

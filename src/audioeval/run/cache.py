@@ -1,6 +1,10 @@
 """The response cache: SQLite in WAL mode, keyed by the content hash of a request (model identity, messages
 with audio hashes, generation kwargs, label space). Responses are committed as they arrive, so a run killed
-at any point resumes with only the missing requests. Several processes may share one cache file."""
+at any point resumes with only the missing requests. Several processes may share one cache file.
+
+A spoken answer's audio is stored content-addressed in a `blobs` table (sha256 of the clip -> WAV bytes),
+written in the same transaction as the response that refers to it; a response whose blob is missing or does
+not decode to the clip it names is a miss, so the request is asked again rather than scored without audio."""
 
 from __future__ import annotations
 
@@ -12,19 +16,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from audioeval.errors import UsageError
+from audioeval.audio.wav import decode_wav, encode_wav
+from audioeval.errors import DataError, UsageError
+from audioeval.types import AudioClip, SpokenAnswer
 
 log = logging.getLogger("audioeval")
 
-EntryKind = Literal["generate", "reference", "judge"]  # the model, a reference model, a judge
+# the model, a reference model, a judge, the ASR of spoken answers
+EntryKind = Literal["generate", "reference", "judge", "asr"]
+SPOKEN_KEY = "__spoken__"  # the info field that holds a spoken answer's description (its audio is a blob)
 
 
 @dataclass(frozen=True)
 class CachedResponse:
-    """What the cache holds for one request: the response text and the backend's info (truncations, ...)."""
+    """What the cache holds for one request: the response text, the backend's info (truncations, ...) and the
+    spoken answer with its audio, when the model answered in speech."""
 
     text: str
     info: dict[str, Any] = field(default_factory=dict)
+    spoken: SpokenAnswer | None = None
 
 
 @dataclass(frozen=True)
@@ -33,6 +43,37 @@ class CacheEntry:
     kind: EntryKind
     text: str
     info: dict[str, Any] = field(default_factory=dict)
+    spoken: SpokenAnswer | None = None
+
+
+def describe_spoken(spoken: SpokenAnswer) -> dict[str, Any]:
+    """A spoken answer without its samples: what the response row keeps (the audio goes to `blobs`)."""
+    return {
+        "audio": spoken.audio.sha256,
+        "transcript": spoken.transcript,
+        "time_to_first_audio_s": spoken.time_to_first_audio_s,
+        "generation_s": spoken.generation_s,
+    }
+
+
+def restore_spoken(described: dict[str, Any], wav: bytes | None) -> SpokenAnswer | None:
+    """The spoken answer back from its description and blob; None when the blob is missing or is not the
+    clip the description names (a partial write, a damaged row)."""
+    if wav is None:
+        return None
+    try:
+        samples, rate = decode_wav(wav, "cached spoken answer")
+    except DataError:
+        return None
+    clip = AudioClip.from_array(samples, rate)
+    if clip.sha256 != described.get("audio"):
+        return None
+    return SpokenAnswer(
+        clip,
+        described.get("transcript"),
+        described.get("time_to_first_audio_s"),
+        described.get("generation_s") or 0.0,
+    )
 
 
 class ResponseStore(Protocol):
@@ -62,6 +103,10 @@ CREATE TABLE IF NOT EXISTS responses (
     response TEXT NOT NULL,
     info TEXT NOT NULL,
     created REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS blobs (
+    sha256 TEXT PRIMARY KEY,
+    data BLOB NOT NULL
 )
 """
 
@@ -94,7 +139,7 @@ class ResponseCache:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA busy_timeout=60000")
-            self._db.execute(_SCHEMA)
+            self._db.executescript(_SCHEMA)
         except sqlite3.Error as err:
             if _is_damage(err):
                 raise UsageError(f"--cache_dir: {damage_advice(self.path, err)} Or pass --no_cache.") from err
@@ -149,18 +194,43 @@ class ResponseCache:
             )
             for key, response, info in rows:
                 found[key] = CachedResponse(response, json.loads(info))
+        spoken = [k for k, c in found.items() if SPOKEN_KEY in c.info]
+        if spoken:
+            blobs = self._blobs({str(found[k].info[SPOKEN_KEY].get("audio")) for k in spoken})
+            for key in spoken:
+                restored = _with_audio(found.pop(key), blobs)
+                if restored is not None:
+                    found[key] = restored
         return found
+
+    def _blobs(self, shas: set[str]) -> dict[str, bytes]:
+        wanted = sorted(shas)
+        out: dict[str, bytes] = {}
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self._db.execute(f"SELECT sha256, data FROM blobs WHERE sha256 IN ({marks})", chunk)
+            out.update((sha, bytes(data)) for sha, data in rows)
+        return out
 
     def _put_many(self, entries: list[CacheEntry]) -> None:
         if not entries:
             return
         now = time.time()
         rows = [
-            (e.key, e.kind, e.text, json.dumps(e.info, sort_keys=True, default=str), now) for e in entries
+            (e.key, e.kind, e.text, json.dumps(_row_info(e), sort_keys=True, default=str), now)
+            for e in entries
         ]
+        blobs = {
+            e.spoken.audio.sha256: encode_wav(e.spoken.audio.samples, e.spoken.audio.sampling_rate)
+            for e in entries
+            if e.spoken is not None
+        }
         for attempt in range(5):
             try:
                 self._db.execute("BEGIN IMMEDIATE")
+                # the audio first, in the same transaction: a response row never refers to a missing blob
+                self._db.executemany("INSERT OR IGNORE INTO blobs VALUES (?, ?)", list(blobs.items()))
                 self._db.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?)", rows)
                 self._db.execute("COMMIT")
                 return
@@ -183,6 +253,21 @@ class ResponseCache:
             pass
 
 
+def _row_info(entry: CacheEntry) -> dict[str, Any]:
+    if entry.spoken is None:
+        return entry.info
+    return {**entry.info, SPOKEN_KEY: describe_spoken(entry.spoken)}
+
+
+def _with_audio(cached: CachedResponse, blobs: dict[str, bytes]) -> CachedResponse | None:
+    """A cached spoken answer with its audio put back; None (a miss) when the audio is not there."""
+    described = cached.info[SPOKEN_KEY]
+    spoken = restore_spoken(described, blobs.get(str(described.get("audio"))))
+    if spoken is None:
+        return None
+    return CachedResponse(cached.text, {k: v for k, v in cached.info.items() if k != SPOKEN_KEY}, spoken)
+
+
 class NoCache:
     """Stand-in when --no_cache is given: nothing is read from or written to disk. The run's own responses are
     kept in memory, so a request identical to one answered earlier in the run gets that answer, as it would
@@ -199,7 +284,7 @@ class NoCache:
 
     def put_many(self, entries: list[CacheEntry]) -> None:
         for entry in entries:
-            self._answered[entry.key] = CachedResponse(entry.text, entry.info)
+            self._answered[entry.key] = CachedResponse(entry.text, entry.info, entry.spoken)
 
     def count(self) -> int:
         return 0

@@ -58,7 +58,8 @@ class Server:
             elif key in hits:
                 # a hit on an answer of this run is a reuse, like a twin's, not a response of a previous run
                 self.cache_hits += key not in self._answered
-                future.set_result(Response(text=hits[key].text, cached=True, info=hits[key].info))
+                hit = hits[key]
+                future.set_result(Response(text=hit.text, cached=True, info=hit.info, spoken=hit.spoken))
             else:
                 self._twins[key] = future
                 misses.append((key, request, future))
@@ -135,7 +136,7 @@ class Server:
         """Store the good responses (one transaction), then hand every response to whoever waits for it."""
         self.store.put_many(
             [
-                CacheEntry(k, self.kind, r.text or "", r.info)
+                CacheEntry(k, self.kind, r.text or "", r.info, r.spoken)
                 for k, _, r in results
                 if r.ok and r.text is not None
             ]
@@ -188,4 +189,4 @@ def _follow(twin: asyncio.Future[Response], mine: asyncio.Future[Response]) -> N
         mine.set_exception(twin.exception())  # type: ignore[arg-type]
     else:
         r = twin.result()
-        mine.set_result(Response(text=r.text, error=r.error, cached=r.ok, info=r.info))
+        mine.set_result(Response(text=r.text, error=r.error, cached=r.ok, info=r.info, spoken=r.spoken))

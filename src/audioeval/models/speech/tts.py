@@ -1,0 +1,166 @@
+"""`--model tts`: any registered text model's answer, spoken by eSpeak NG at 24 kHz: an offline reference for
+the spoken-answer path, where the words said are known exactly (the transcript), so the ASR's loss is
+measurable.
+
+    --model tts --model_args text_model=openai,model=gpt-4o-mini,base_url=http://...,voice=en+m3
+    --model tts --model_args text_model=chance
+
+`voice` (language, optionally +m1..m7 / +f1..f5) and `speaking_rate` (words per minute) belong to the
+synthesis; every other argument goes to the text model, which checks its own. The text model is asked as it
+would be on its own (a streaming one concurrently, a batch one a request at a time); its error, if any, is
+the answer's. Synthesis is not streamed: the first audio exists when the whole answer is synthesised, so
+`time_to_first_audio_s` equals `generation_s` (text generation plus synthesis).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from importlib import metadata
+from typing import Any
+
+from audioeval.audio.speech import synthesize
+from audioeval.errors import DataError, ModelError
+from audioeval.models.base import ModelTask, StreamingModel
+from audioeval.types import AudioClip, Request, Response, SpokenAnswer
+
+SAMPLING_RATE = 24000
+OWN_ARGS = ("text_model", "voice", "speaking_rate")
+
+
+def split_args(model_args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """(text model name, its arguments) from tts --model_args."""
+    name = model_args.get("text_model")
+    if not name:
+        raise ModelError(
+            "--model tts needs text_model=NAME, the model whose answers are spoken: e.g. "
+            "text_model=openai,model=gpt-4o-mini,base_url=URL or text_model=hf-chat,pretrained=FOLDER."
+        )
+    if name == "tts":
+        raise ModelError("--model tts: text_model cannot itself be tts.")
+    return str(name), {k: v for k, v in model_args.items() if k not in OWN_ARGS}
+
+
+def parse_voice(voice: str) -> tuple[str, str | None]:
+    language, _, variant = voice.partition("+")
+    return language, variant or None
+
+
+class TtsModel(StreamingModel):
+    name = "tts"
+    speaks = True
+
+    def __init__(
+        self,
+        *,
+        text_model: str,
+        voice: str = "en",
+        speaking_rate: int = 160,
+        batch_size: int = 1,
+        seed: int = 0,
+        **text_args: Any,
+    ) -> None:
+        super().__init__(batch_size=batch_size, seed=seed)
+        from audioeval.models.registry import create_model
+
+        name, args = split_args({"text_model": text_model, **text_args})
+        self.voice = str(voice)
+        self.speaking_rate = int(speaking_rate)
+        self.text = create_model(name, args, batch_size, seed)
+        # a batch text model runs on one worker thread, one request at a time, as a streaming stage's caller
+        self._worker = (
+            None if self.text.streams else ThreadPoolExecutor(1, thread_name_prefix="audioeval-tts")
+        )
+        self._synth = ThreadPoolExecutor(1, thread_name_prefix="audioeval-espeak")  # the engine is serial
+        try:
+            self._speak("")  # a voice eSpeak NG does not know is an error now, not on every request
+        except DataError as err:
+            self.close()
+            raise ModelError(f"--model_args voice={voice}: {err}") from err
+
+    @classmethod
+    def check_args(cls, model_args: dict[str, Any]) -> None:
+        from audioeval.models.base import check_init_args
+        from audioeval.models.registry import get_model_class
+
+        name, args = split_args(model_args)
+        check_init_args(cls, {k: v for k, v in model_args.items() if k in OWN_ARGS})
+        try:
+            get_model_class(name).check_args(args)
+        except ModelError as err:
+            raise ModelError(f"--model tts, text model {name!r}: {err}") from err
+
+    @classmethod
+    def code_modules(cls, model_args: dict[str, Any]) -> list[str]:
+        from audioeval.models.registry import get_model_class
+
+        name, args = split_args(model_args)
+        return [cls.__module__, *get_model_class(name).code_modules(args)]
+
+    @classmethod
+    def check_gen_kwargs(cls, gen_kwargs: dict[str, Any], source: str, model_args: dict[str, Any]) -> None:
+        """Generation settings go to the text model, so they are its to declare."""
+        from audioeval.models.registry import get_model_class
+
+        name, args = split_args(model_args)
+        get_model_class(name).check_gen_kwargs(gen_kwargs, source, args)
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        return {
+            "model": self.name,
+            "text_model": self.text.identity,
+            "voice": self.voice,
+            "speaking_rate": self.speaking_rate,
+            "sampling_rate": SAMPLING_RATE,
+            "espeak": metadata.version("espeakng-loader"),
+        }
+
+    @property
+    def display_name(self) -> str:
+        return f"tts__{self.text.display_name}"
+
+    @property
+    def max_in_flight(self) -> int:
+        return self.text.max_in_flight if self.text.streams else 1
+
+    def prepare(self, tasks: Sequence[ModelTask]) -> None:
+        self.text.prepare(tasks)
+
+    def _speak(self, text: str) -> AudioClip:
+        language, variant = parse_voice(self.voice)
+        samples = synthesize(
+            text, language=language, variant=variant, rate=self.speaking_rate, sampling_rate=SAMPLING_RATE
+        )
+        return AudioClip.from_array(samples, SAMPLING_RATE)
+
+    async def _text_answer(self, request: Request) -> Response:
+        if self.text.streams:
+            return await self.text.generate_one(request)  # type: ignore[attr-defined]
+        loop = asyncio.get_running_loop()
+        return (await loop.run_in_executor(self._worker, self.text.generate, [request]))[0]
+
+    async def generate_one(self, request: Request) -> Response:
+        started = time.perf_counter()
+        answer = await self._text_answer(request)
+        if not answer.ok:
+            return answer
+        text = answer.text or ""
+        try:
+            clip = await asyncio.get_running_loop().run_in_executor(self._synth, self._speak, text)
+        except DataError as err:
+            return Response(text=None, error=f"tts: eSpeak NG could not speak the answer: {err}")
+        elapsed = time.perf_counter() - started
+        spoken = SpokenAnswer(clip, transcript=text, time_to_first_audio_s=elapsed, generation_s=elapsed)
+        return Response(text=text, latency_s=elapsed, info=answer.info, spoken=spoken)
+
+    async def aclose(self) -> None:
+        await self.text.aclose()
+
+    def close(self) -> None:
+        for pool in (self._worker, self._synth):
+            if pool is not None:
+                pool.shutdown(wait=False, cancel_futures=True)
+        self.text.close()
