@@ -100,6 +100,18 @@ def run_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--judge_args", action="append", default=[], help="judge arguments, one per --judge, key=value,..."
     )
+    p.add_argument(
+        "--asr",
+        help="ASR of a spoken answer (models that answer in speech): pocketsphinx (offline default, a smoke-test "
+        "ASR), openai (an /audio/transcriptions endpoint), hf (a local Whisper checkpoint), none",
+    )
+    p.add_argument("--asr_args", default="", help="ASR arguments: key=value,... (e.g. model=whisper-1)")
+    p.add_argument(
+        "--spoken_text",
+        default="asr",
+        choices=["asr", "transcript"],
+        help="the text of a spoken answer that is scored: its ASR (default, as ADU-Bench) or the model's transcript",
+    )
     add_augment_arguments(p)
     p.add_argument("--verbosity", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     p.add_argument("--no_progress", action="store_true", help="hide progress bars")
@@ -141,6 +153,10 @@ def check_run_args(args: argparse.Namespace) -> None:
     """Flags whose values are wrong whatever the tasks: checked before anything is loaded."""
     if args.batch_size < 1:
         raise UsageError(f"--batch_size must be at least 1, got {args.batch_size}.")
+    if args.asr is not None:
+        from audioeval.models.speech.asr import check_asr_name
+
+        check_asr_name(args.asr)
     if args.bootstrap_iters < 0:
         raise UsageError(
             f"--bootstrap_iters must be 0 (no confidence intervals) or more resamples, got {args.bootstrap_iters}."
@@ -207,6 +223,9 @@ def run_config(args: argparse.Namespace) -> RunConfig:
         show_progress=not args.no_progress,
         augment=args.augment,
         augment_target=args.augment_target,
+        asr=args.asr,
+        asr_args=parse_kv(args.asr_args, "--asr_args"),
+        spoken_text=args.spoken_text,
     )
 
 

@@ -52,6 +52,33 @@ def to_16k_pcm(clip: AudioClip) -> bytes:
     return to_pcm16(np.concatenate([pad, samples, pad])).tobytes()
 
 
+def model_paths(
+    hmm: str | None, lm: str | None, dictionary: str | None, flag: str = "--model_args"
+) -> dict[str, Path]:
+    """The acoustic model, language model and dictionary: the wheel's en-us ones unless given."""
+    try:
+        paths = _default_paths()
+    except ImportError as err:
+        raise ModelError("pocketsphinx is not installed: pip install pocketsphinx") from err
+    for key, value in (("hmm", hmm), ("lm", lm), ("dict", dictionary)):
+        if value is not None:
+            paths[key] = Path(str(value)).expanduser()
+    for key, path in paths.items():
+        if not path.exists():
+            arg = "dictionary" if key == "dict" else key
+            raise ModelError(f"{flag} {arg}={path}: no such file or folder.")
+    return paths
+
+
+def paths_identity(paths: dict[str, Path]) -> dict[str, Any]:
+    return {
+        "model": "pocketsphinx",
+        "version": metadata.version("pocketsphinx"),
+        **{key: fingerprint(path, read_text_files=False) for key, path in paths.items()},
+        "pad_seconds": PAD_SECONDS,
+    }
+
+
 class PocketSphinxModel(Model):
     name = "pocketsphinx"
 
@@ -59,20 +86,9 @@ class PocketSphinxModel(Model):
         self, *, hmm: str | None = None, lm: str | None = None, dictionary: str | None = None, **kwargs: Any
     ) -> None:
         super().__init__(**kwargs)
-        try:
-            from pocketsphinx import Decoder
-        except ImportError as err:
-            raise ModelError(
-                "--model pocketsphinx needs the pocketsphinx package: pip install pocketsphinx"
-            ) from err
-        paths = _default_paths()
-        for key, value in (("hmm", hmm), ("lm", lm), ("dict", dictionary)):
-            if value is not None:
-                paths[key] = Path(str(value)).expanduser()
-        for key, path in paths.items():
-            if not path.exists():
-                arg = "dictionary" if key == "dict" else key
-                raise ModelError(f"--model_args {arg}={path}: no such file or folder.")
+        paths = model_paths(hmm, lm, dictionary)
+        from pocketsphinx import Decoder
+
         self.paths = paths
         self.decoder = Decoder(
             hmm=str(paths["hmm"]),
@@ -84,12 +100,7 @@ class PocketSphinxModel(Model):
 
     @property
     def identity(self) -> dict[str, Any]:
-        return {
-            "model": self.name,
-            "version": metadata.version("pocketsphinx"),
-            **{key: fingerprint(path, read_text_files=False) for key, path in self.paths.items()},
-            "pad_seconds": PAD_SECONDS,
-        }
+        return paths_identity(self.paths)
 
     def transcribe(self, clip: AudioClip) -> str:
         self.decoder.reinit_feat()  # forget the previous utterances' adaptation (see the module docstring)

@@ -86,6 +86,7 @@ class RunRecord:
     judges_down: list[str]
     robustness: dict[str, Any] | None = None  # the robustness section of an --augment run
     reports: list[str] | None = None  # files the reports (and the robustness table) wrote
+    speech: dict[str, Any] | None = None  # the ASR of spoken answers and which text was scored
 
     def to_json(self) -> dict[str, Any]:
         """The results.json content, in its documented key order."""
@@ -118,4 +119,6 @@ class RunRecord:
             out["robustness"] = self.robustness
         if self.reports is not None:
             out["reports"] = self.reports
+        if self.speech is not None:
+            out["speech"] = self.speech
         return out

@@ -31,7 +31,7 @@ from audioeval.results.record import RunRecord
 from audioeval.results.reports import ReportContext, run_reports
 from audioeval.results.run_health import resume_note
 from audioeval.results.score_rows import ScoreRow
-from audioeval.run.cache import NoCache, ResponseCache
+from audioeval.run.cache import NoCache, ResponseCache, ResponseStore
 from audioeval.run.distributed import Topology, collectively, init_topology
 from audioeval.run.evaluator import EvalSettings, Evaluator, TaskOutcome
 from audioeval.run.planning import RunPlan, plan_run
@@ -48,6 +48,7 @@ from audioeval.run.settings import RunConfig
 
 if TYPE_CHECKING:
     from audioeval.run.judging import JudgePanel
+    from audioeval.run.speaking import SpeechStage
 
 log = logging.getLogger("audioeval")
 
@@ -137,6 +138,7 @@ def _evaluate(
         judge.attach_cache(cache)
     outcomes: dict[str, list[TaskOutcome]] = {}
     models: list[Model] = []
+    speech: SpeechStage | None = None
     try:
         model = collectively(
             topology,
@@ -152,9 +154,15 @@ def _evaluate(
             gather=False,
         )
         models.extend(references.values())
+        speech = collectively(
+            topology,
+            partial(_speech_stage, cfg, model, cache),
+            f"while loading --asr {cfg.asr}",
+            gather=False,
+        )
         settings = EvalSettings(log_samples=cfg.log_samples, show_progress=cfg.show_progress)
         evaluator = Evaluator(
-            plan.tasks, model, cache, topology, run_dir or Path("."), settings, judge, references
+            plan.tasks, model, cache, topology, run_dir or Path("."), settings, judge, references, speech
         )
         for task in plan.tasks:
             # every rank reports its own failure; rank 0 says which rank failed
@@ -163,18 +171,32 @@ def _evaluate(
             )
             if topology.is_main:
                 outcomes[task.name] = gathered
-        endpoints = _endpoint_figures(topology.gather(_endpoint_stats(model, judge)))
+        endpoints = _endpoint_figures(topology.gather(_endpoint_stats(model, judge, speech)))
         topology.barrier()
         topology.close()  # the last collective: rank 0 goes on alone to aggregate and write
     finally:
         for loaded in models:
             loaded.close()
+        if speech is not None:
+            speech.close_model()
         cache.close()
         if judge is not None:
             judge.close()
     judges = judge.describe() if judge is not None else None
     down = sorted(judge.down) if judge is not None else []
-    return Evaluated(outcomes, endpoints, model.identity, judges, down, cache.damage, topology.world_size)
+    described = speech.describe() if speech is not None else None
+    return Evaluated(
+        outcomes, endpoints, model.identity, judges, down, cache.damage, topology.world_size, described
+    )
+
+
+def _speech_stage(cfg: RunConfig, model: Model, cache: ResponseStore) -> SpeechStage | None:
+    """The ASR stage of a model that answers in speech; an --asr given for one that does not is unused."""
+    from audioeval.run.speaking import SpeechStage  # late import: only runs that speak need it
+
+    if not model.speaks and (cfg.asr or cfg.asr_args):
+        log.warning("--asr: model %r does not answer in speech, so nothing is transcribed", cfg.model)
+    return SpeechStage.create(cfg.asr, cfg.asr_args, cfg.spoken_text, model, cache)  # type: ignore[arg-type]
 
 
 def _load_model(cfg: RunConfig, tasks: list[PreparedTask]) -> Model:
@@ -213,10 +235,14 @@ def _write(
 
 
 # ---- figures -----------------------------------------------------------------------------------------------
-def _endpoint_stats(model: Model, judge: JudgePanel | None) -> dict[str, EndpointStats]:
+def _endpoint_stats(
+    model: Model, judge: JudgePanel | None, speech: SpeechStage | None
+) -> dict[str, EndpointStats]:
     stats = {"model": model.stats}
     if judge is not None:
         stats.update({f"judge {j.judge_id}": j.model.stats for j in judge.judges})
+    if speech is not None and speech.asr is not None:
+        stats[f"asr {speech.asr_name}"] = speech.asr.stats
     return stats
 
 

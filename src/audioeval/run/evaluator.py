@@ -38,6 +38,7 @@ from audioeval.types import Request, RequestId, Response, describe_messages
 
 if TYPE_CHECKING:
     from audioeval.run.judging import JudgePanel
+    from audioeval.run.speaking import Heard, SpeechStage
 
 log = logging.getLogger("audioeval")
 
@@ -59,6 +60,7 @@ class TaskTiming:
     synthesis_s: float = 0.0  # on the background thread, overlapping the rest
     generate_s: float = 0.0  # time with at least one model request in flight
     judge_s: float = 0.0  # time with at least one judge request in flight (summed over judges)
+    asr_s: float = 0.0  # time with at least one ASR request of a spoken answer in flight
     audio_s: float = 0.0
     samples: int = 0
     cached: int = 0
@@ -88,6 +90,7 @@ class Evaluator:
         settings: EvalSettings,
         judge: JudgePanel | None = None,
         references: dict[str, Model] | None = None,
+        speech: SpeechStage | None = None,
     ) -> None:
         self.tasks = tasks
         self.model = model
@@ -98,6 +101,7 @@ class Evaluator:
         self.run_dir = run_dir
         self.settings = settings
         self.judge = judge
+        self.speech = speech  # set when the model answers in speech (speaking.py)
 
     def run_task(self, task: PreparedTask) -> TaskOutcome:
         my_indices = task.indices[self.topology.rank :: self.topology.world_size]
@@ -109,6 +113,8 @@ class Evaluator:
                     "process 0 created. With several machines, put --output_path on a filesystem they all share."
                 )
             sample_log = SampleLog(self.run_dir, task.name, self.topology.rank)
+            if self.speech is not None:
+                self.speech.spoken_dir = self.run_dir / "spoken"
         world = self.topology.world_size
         bar = tqdm(
             total=len(task.indices) * len(task.shots),
@@ -121,7 +127,7 @@ class Evaluator:
         names = task.config.reference_models if task.augment is None else ()
         references = {n: self.references[n] for n in names if n in self.references}
         pipeline = TaskPipeline(
-            task, self.server, judge, sample_log, lambda n: bar.update(n * world), references
+            task, self.server, judge, sample_log, lambda n: bar.update(n * world), references, self.speech
         )
         try:
             rows, timing = asyncio.run(pipeline.run(my_indices))
@@ -146,6 +152,7 @@ class _Finished:
     audio_seconds: float
     described: dict[str, Any] | None  # the request as the sample log shows it (when logging)
     references: dict[str, Response] = field(default_factory=dict)  # reference model -> its response
+    spoken: Heard | None = None  # what the speech stage made of a spoken answer (its block and metrics)
 
 
 class TaskPipeline:
@@ -163,9 +170,11 @@ class TaskPipeline:
         sample_log: SampleLog | None,
         progress: Callable[[int], Any],
         references: dict[str, Server] | None = None,
+        speech: SpeechStage | None = None,
     ) -> None:
         self.task = task
         self.server = server
+        self.speech = speech
         self.references = references or {}
         self.reference_rows: dict[str, list[ScoreRow]] = {name: [] for name in self.references}
         self.judge = judge
@@ -177,7 +186,8 @@ class TaskPipeline:
         self.window = max(1, model.batch_window)
         streaming = model.max_in_flight if model.streams else 0
         judging = judge.max_in_flight if judge is not None else 0
-        self.pending_limit = 2 * self.window + 2 * (streaming + judging) + 16
+        hearing = speech.max_in_flight if speech is not None else 0
+        self.pending_limit = 2 * self.window + 2 * (streaming + judging + hearing) + 16
         self.rows: list[ScoreRow] = []
         self.timing = TaskTiming()
         self._error: BaseException | None = None
@@ -190,6 +200,7 @@ class TaskPipeline:
         started = time.perf_counter()
         generate_before = self.server.stats.busy_now()
         judge_before = self.judge.busy_now() if self.judge is not None else 0.0
+        asr_before = self.speech.busy_now() if self.speech is not None else 0.0
         hits_before = self.server.cache_hits
         self._main = asyncio.current_task()
         self._pending = asyncio.Semaphore(self.pending_limit)
@@ -225,6 +236,7 @@ class TaskPipeline:
         self.timing.synthesis_s = feed.synthesis_s
         self.timing.generate_s = self.server.stats.busy_now() - generate_before
         self.timing.judge_s = (self.judge.busy_now() - judge_before) if self.judge is not None else 0.0
+        self.timing.asr_s = (self.speech.busy_now() - asr_before) if self.speech is not None else 0.0
         self.timing.cached = self.server.cache_hits - hits_before
         return self.rows, self.timing
 
@@ -246,6 +258,8 @@ class TaskPipeline:
             await reference.close()
         if self.judge is not None:
             await self.judge.close_servers()
+        if self.speech is not None:
+            await self.speech.close()
         self._scoring.shutdown(wait=True)
 
     def _abort_on_error(self, task: asyncio.Task[Any]) -> None:
@@ -278,6 +292,10 @@ class TaskPipeline:
         references: dict[str, asyncio.Future[Response]],
     ) -> None:
         response = await future
+        heard = None
+        if self.speech is not None and response.ok and response.spoken is not None:
+            heard = await self.speech.hear(request, response)  # the text to score, chosen from what was said
+            response = heard.response
         judgments = None
         if self.judge is not None and response.ok:
             sample = SampleToScore(response.text or "", target, request.info["sample_info"])
@@ -298,6 +316,7 @@ class TaskPipeline:
             request.audio_seconds,
             described,
             {name: await answer for name, answer in references.items()},
+            heard,
         )
         await self._unscored.acquire()
         self._ready.put_nowait(finished)
@@ -330,6 +349,9 @@ class TaskPipeline:
             judgments = [f.judgments or {} for f in batch if f.response.ok]
             judge_ids = [j.judge_id for j in self.judge.judges]
         results = self._score_all([f.response for f in batch], batch, judgments, judge_ids)
+        for done, result in zip(batch, results, strict=True):
+            if done.spoken is not None and done.response.ok:
+                result["scores"] = {**result["scores"], **done.spoken.scores}  # beside the task's own
         records = []
         for done, result in zip(batch, results, strict=True):
             error = not done.response.ok
@@ -399,6 +421,8 @@ class TaskPipeline:
         }
         if response.info:
             record["response_info"] = response.info
+        if done.spoken is not None:
+            record["spoken"] = done.spoken.block
         if done.judgments is not None:
             record["judgments"] = done.judgments
         return record

@@ -43,6 +43,7 @@ class Evaluated:
     judges_down: list[str]
     cache_damage: str | None
     world_size: int
+    speech: dict[str, Any] | None = None  # results.json `speech`: the ASR and which text was scored
 
 
 @dataclass
@@ -145,6 +146,7 @@ def build_record(
         warnings=warnings,
         unscored_tasks=unscored,
         judges_down=evaluated.judges_down,
+        speech=evaluated.speech,
     )
     table = ""
     if plan.augment is not None:
@@ -194,6 +196,7 @@ def timing_block(t: TaskTiming) -> dict[str, Any]:
         "synthesis_seconds": round(t.synthesis_s, 4),
         "generate_seconds": round(t.generate_s, 4),
         "judge_seconds": round(t.judge_s, 4),
+        "asr_seconds": round(t.asr_s, 4),
         "harness_overhead_ms_per_sample": round(1000 * overhead / t.samples, 4) if t.samples else None,
         "cached_responses": t.cached,
         "errors": t.errors,

@@ -30,3 +30,6 @@ class RunConfig:
     show_progress: bool = True
     augment: list[str] = field(default_factory=list)  # --augment NAME[=LEVEL,...] (audioeval.augment)
     augment_target: str = "query"
+    asr: str | None = None  # --asr: the ASR of spoken answers (default: pocketsphinx when the model speaks)
+    asr_args: dict[str, Any] = field(default_factory=dict)
+    spoken_text: str = "asr"  # --spoken_text: the text of a spoken answer that is scored (asr | transcript)
