@@ -4,7 +4,9 @@ It listens on 127.0.0.1 only, answers `POST /v1/chat/completions` after a delay 
 range per request: `latency=(0.2, 1.0)` gives each prompt its own delay, the same on every run), and can be
 told to misbehave: rate-limit (429 with Retry-After), fail (500, 503, ...), hang past the client's timeout,
 drop the connection, or answer 200 with a web page. Replies come from a `reply(request_json) -> str` function,
-so tests get deterministic verdicts. `timings` records (arrival, reply, delay) per answered request, for
+so tests get deterministic verdicts. `POST /v1/audio/transcriptions` (multipart, as `--asr openai` sends it)
+is answered by `transcribe(wav_bytes, form_fields) -> str` when one is given (`transcription_faults` make it
+misbehave the same way). `timings` records (arrival, reply, delay) per answered request, for
 measuring throughput at the server. Like OpenAI, it answers 400 when a request for a reasoning model (o1, o3, o4-mini,
 gpt-5...) carries `max_tokens`, `top_p` or a temperature other than the default 1.
 
@@ -120,6 +122,9 @@ class FakeOpenAIServer:
     parse_bodies: bool = True  # False for benches: skip parsing (a remote server's CPU is not the client's);
     # the delay and the default reply then come from a CRC-32 of the raw body, and faults do not apply
     port: int = 0  # 0: any free port; a fixed port keeps base_url (part of the cache identity) stable
+    transcribe: Callable[[bytes, dict[str, str]], str] | None = None  # answers /audio/transcriptions
+    transcription_faults: list[Fault] = field(default_factory=list)
+    transcriptions: list[dict[str, str]] = field(default_factory=list)  # the form fields of each one received
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -139,6 +144,9 @@ class FakeOpenAIServer:
                 arrival = time.perf_counter()
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) or b"{}"
+                if self.path.rstrip("/").endswith("/audio/transcriptions"):
+                    server._transcription(self, raw)
+                    return
                 if server.parse_bodies:
                     body = json.loads(raw)
                 else:
@@ -161,6 +169,22 @@ class FakeOpenAIServer:
     def __exit__(self, *exc: Any) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+
+    def _transcription(self, handler: BaseHTTPRequestHandler, raw: bytes) -> None:
+        fields, files = parse_multipart(raw, handler.headers.get("Content-Type", ""))
+        with self._lock:
+            self.transcriptions.append(fields)
+            fault = next((f for f in self.transcription_faults if f.times > 0), None)
+            if fault is not None:
+                fault.times -= 1
+        if self.transcribe is None or "file" not in files:
+            self._send(handler, 404 if self.transcribe is None else 400, {"error": {"message": "no"}}, {})
+        elif fault is not None and fault.kind == "disconnect":
+            handler.close_connection = True
+        elif fault is not None:
+            self._send(handler, int(fault.kind), {"error": {"message": f"injected {fault.kind}"}}, {})
+        else:
+            self._send(handler, 200, {"text": self.transcribe(files["file"], fields)}, {})
 
     def _active_fault(self, text: str) -> Fault | None:
         with self._lock:
@@ -247,6 +271,27 @@ class FakeOpenAIServer:
             handler.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):
             pass
+
+
+def parse_multipart(raw: bytes, content_type: str) -> tuple[dict[str, str], dict[str, bytes]]:
+    """(text fields, file fields) of a multipart/form-data body."""
+    boundary = content_type.partition("boundary=")[2].strip('"')
+    fields: dict[str, str] = {}
+    files: dict[str, bytes] = {}
+    for part in raw.split(b"--" + boundary.encode())[1:]:
+        head, _, body = part.partition(b"\r\n\r\n")
+        if not body:
+            continue
+        body = body[:-2] if body.endswith(b"\r\n") else body
+        disposition = next(
+            (h for h in head.decode().split("\r\n") if h.lower().startswith("content-disposition")), ""
+        )
+        name = disposition.partition('name="')[2].partition('"')[0]
+        if "filename=" in disposition:
+            files[name] = body
+        else:
+            fields[name] = body.decode()
+    return fields, files
 
 
 def throughput(timings: list[tuple[float, float, float]], concurrency: int) -> dict[str, float]:
