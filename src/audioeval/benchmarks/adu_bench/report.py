@@ -11,6 +11,11 @@ is that group's `variation.*` facets (per level, the plain mean over the items o
 judge's two orders and its position bias are over the same items: those where both orders succeeded (the
 metric leaves the others empty).
 
+A model that answers in speech is scored on the text its spoken answers were turned into (results.json
+`speech`: by default the run's ASR, as the paper converts audio responses into text); the report names that
+ASR in the model's label and adds a spoken-answer table per dataset (text-speech WER between the model's
+own transcript and the ASR of its audio, answer duration, time to first audio, real-time factor).
+
 Written into the run folder as adu_bench_report.md, adu_bench_report.json and adu_bench_domains.png.
 `python -m audioeval.benchmarks.adu_bench.report RUN_DIR [RUN_DIR ...]` prints Table 2 with one row per run and judge.
 """
@@ -34,6 +39,13 @@ log = logging.getLogger("audioeval")
 BENCHMARK = "adu_bench"  # the tasks' metadata block
 VARIATION = "variation."  # the facets of voice variation factors (tasks/adu_bench/_adu_base.yaml)
 REPORT_JSON = "adu_bench_report.json"
+# the spoken-answer metrics the core adds beside the task's own (audioeval.results.spoken_metrics)
+SPOKEN_COLUMNS = {
+    "wer": "spoken_text_wer",
+    "seconds": "spoken_seconds",
+    "time_to_first_audio_s": "spoken_time_to_first_audio_s",
+    "real_time_factor": "spoken_real_time_factor",
+}
 # per judge: the column of results (per sample) behind each reported number
 ORDER_COLUMNS = {
     "score": "score",
@@ -142,6 +154,24 @@ def summarise(results: dict[str, Any]) -> dict[str, Any] | None:
         "average": _average(group, datasets, "score", None),
         "judge_averages": {j: _average(group, datasets, f"score@{j}", j) for j in judges},
         "variation": _by_variation(facets),
+        "spoken": _spoken(results, found),
+    }
+
+
+def _spoken(results: dict[str, Any], found: dict[str, str]) -> dict[str, Any] | None:
+    """The spoken-answer rows: which ASR heard the answers, which text was scored, per dataset the metrics."""
+    speech = results.get("speech")
+    if not speech:
+        return None
+    per_dataset = {}
+    for ds in _ordered(set(found), tuple(DATASETS)):
+        block = _shot_block(results["results"].get(found[ds]))
+        per_dataset[ds] = {name: as_json(block, column) for name, column in SPOKEN_COLUMNS.items()}
+    return {
+        "asr": speech.get("asr"),
+        "spoken_text": speech.get("spoken_text"),
+        "note": speech.get("note"),
+        "datasets": per_dataset,
     }
 
 
@@ -190,8 +220,14 @@ def _by_variation(facets: dict[str, Any]) -> dict[str, Any]:
 def model_label(results: dict[str, Any]) -> str:
     model = results.get("model") or {}
     args = model.get("model_args") or {}
-    shown = [f"{k}={args[k]}" for k in ("asr", "llm", "llm_model", "model", "pretrained") if k in args]
-    return f"{model.get('name', '?')}" + (f" ({', '.join(shown)})" if shown else "")
+    keys = ("asr", "llm", "llm_model", "text_model", "model", "pretrained")
+    shown = [f"{k}={args[k]}" for k in keys if k in args]
+    label = f"{model.get('name', '?')}" + (f" ({', '.join(shown)})" if shown else "")
+    speech = results.get("speech")
+    if speech:  # a spoken answer is scored on a text: say which
+        scored = f"ASR {speech.get('asr')}" if speech.get("spoken_text") == "asr" else "its own transcript"
+        label += f" [spoken; scored: {scored}]"
+    return label
 
 
 def _warn_about_failures(summary: dict[str, Any]) -> None:

@@ -84,6 +84,7 @@ def markdown(summary: dict[str, Any], model: str, png: str | None) -> str:
     lines += _endpoint_lines(summary.get("judge_endpoints") or {})
     lines += _domain_lines(summary)
     lines += _count_lines(summary)
+    lines += _spoken_lines(summary.get("spoken"))
     if summary["variation"]:
         lines += ["## By variation (all datasets)", "", "| factor | level | score | n |", "|---|---|---|---|"]
         for factor, levels in summary["variation"].items():
@@ -159,6 +160,30 @@ def _domain_lines(summary: dict[str, Any]) -> list[str]:
                 )
         lines += [""]
     return lines
+
+
+def _spoken_lines(spoken: dict[str, Any] | None) -> list[str]:
+    """The spoken-answer rows: the ASR that heard the answers and, per dataset, what it heard and how fast."""
+    if not spoken:
+        return []
+    scored = "the ASR text" if spoken["spoken_text"] == "asr" else "the model's own transcript"
+    lines = [
+        f"## Spoken answers (ASR: {spoken['asr']})",
+        "",
+        f"The model answered in speech; the judges saw {scored}. Text-speech WER: the model's own transcript "
+        f"against the ASR ({spoken['asr']}) of its audio, case, punctuation and digits normalised.",
+        "",
+        "| dataset | ASR | text-speech WER | answer seconds | time to first audio (s) | real-time factor |",
+        "|---|---|---|---|---|---|",
+    ]
+    for ds, b in spoken["datasets"].items():
+        lines.append(
+            f"| {DATASETS.get(ds, ds)} | {spoken['asr']} | {cell_n(b['wer'])} | {cell_n(b['seconds'])} | "
+            f"{cell_n(b['time_to_first_audio_s'])} | {cell_n(b['real_time_factor'])} |"
+        )
+    if spoken.get("note"):
+        lines += ["", f"Note: {spoken['note']}."]
+    return lines + [""]
 
 
 def _count_lines(summary: dict[str, Any]) -> list[str]:
