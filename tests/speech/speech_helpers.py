@@ -10,9 +10,11 @@ TOY = Path(__file__).resolve().parents[1] / "fixtures" / "toy"
 SRC = Path(__file__).resolve().parents[2] / "src"
 
 
-def toy_run_args(out: Path, cache: Path, model: str, model_args: str, *extra: str) -> list[str]:
+def toy_run_args(
+    out: Path, cache: Path, model: str, model_args: str, *extra: str, task: str = "toy_tones"
+) -> list[str]:
     return [
-        "--tasks", "toy_tones", "--include_path", str(TOY), "--output_path", str(out), "--log_samples",
+        "--tasks", task, "--include_path", str(TOY), "--output_path", str(out), "--log_samples",
         "--no_progress", "--cache_dir", str(cache), "--model", model, "--model_args", model_args, *extra,
     ]  # fmt: skip
 

@@ -7,7 +7,11 @@ client in between only moves bytes, retries and counts.
 Before the first request of a run the backend waits for a self-hosted endpoint to answer `GET /models` (a
 `vllm serve` that is still loading refuses connections); a 404 is checked against that list, so a model name
 the server does not serve is an error naming the ones it does; a 400 (a prompt with more audio parts than the
-server takes, or longer than its context) is a counted failure carrying the server's message."""
+server takes, or longer than its context) is a counted failure carrying the server's message.
+
+With `audio_output=true` (and `voice`, `audio_format=wav|pcm16`) the model answers in speech: the request asks
+for text and audio, and the reply's audio (OpenAI's shape or vLLM-Omni's two choices) becomes the response's
+spoken answer (models/speech/audio_reply.py), heard by the run's ASR before it is scored."""
 
 from __future__ import annotations
 
@@ -25,7 +29,8 @@ from audioeval.models.api.body import Encoded, JsonBody
 from audioeval.models.api.client import ChatClient, EndpointSettings
 from audioeval.models.base import StreamingModel
 from audioeval.models.generation import LOCAL_GEN_KWARGS
-from audioeval.types import AudioPart, Message, Request, Response, TextPart
+from audioeval.models.speech.audio_reply import AudioAnswer, AudioOutput, parse_audio_reply
+from audioeval.types import AudioPart, Message, Request, Response, SpokenAnswer, TextPart
 
 log = logging.getLogger("audioeval")
 
@@ -138,14 +143,16 @@ def request_body(
     defaults: dict[str, Any],
     token_limit_field: str = "max_tokens",
     reasoning: bool = False,
+    audio: AudioOutput | None = None,
 ) -> JsonBody:
     """The HTTP body of a request, built once (the same bytes go out on every retry): what
     `completion_payload` gives the SDK, with `extra_body` merged in as the SDK merges it, and each clip's
-    base64 WAV spliced in without a copy."""
+    base64 WAV spliced in without a copy. With `audio`, the fields that ask for a spoken answer."""
     settings = completion_settings(request.gen_kwargs, defaults, token_limit_field, reasoning)
     extra = settings.pop("extra_body", {})
     messages = to_openai_messages(request.messages, encoded=True)
-    return JsonBody.of({"model": model, "messages": messages, **settings, **extra})
+    spoken = audio.request_fields() if audio is not None else {}
+    return JsonBody.of({"model": model, "messages": messages, **settings, **spoken, **extra})
 
 
 def parse_reply(reply: Any) -> str:
@@ -230,8 +237,17 @@ class OpenAIChatModel(StreamingModel):
         token_limit_field: str | None = None,
         family: str = "auto",
         wait_for_server: float | None = None,
+        audio_output: bool = False,
+        voice: str | None = None,
+        audio_format: str | None = None,
         **kwargs: Any,
     ) -> None:
+        if not audio_output and (voice is not None or audio_format is not None):
+            raise ModelError(
+                "--model_args voice and audio_format ask for a spoken answer: add audio_output=true."
+            )
+        self.audio = AudioOutput(voice or "alloy", audio_format or "wav") if audio_output else None
+        self.speaks = self.audio is not None
         if family not in FAMILIES:
             raise ModelError(f"family={family}: use one of {', '.join(FAMILIES)}.")
         if token_limit_field not in (None, "max_tokens", "max_completion_tokens"):
@@ -275,6 +291,7 @@ class OpenAIChatModel(StreamingModel):
             "token_limit_field": self.token_limit_field,
             # only when set, so chat-model cache keys stay what they were
             **({"family": "reasoning"} if self.reasoning else {}),
+            **({"audio_output": self.audio.request_fields()["audio"]} if self.audio is not None else {}),
         }
 
     @property
@@ -293,9 +310,9 @@ class OpenAIChatModel(StreamingModel):
         if not self._ready:
             await self._wait_until_ready()
         body = request_body(
-            self.settings.model, request, self.defaults, self.token_limit_field, self.reasoning
+            self.settings.model, request, self.defaults, self.token_limit_field, self.reasoning, self.audio
         )
-        c = await self.client.complete(body, parse_reply)
+        c: Any = await self.client.complete(body, self._parse)
         error = c.error
         if error is not None and error.startswith("HTTP 404") and not self._model_checked:
             await self._check_model_is_served()
@@ -308,7 +325,15 @@ class OpenAIChatModel(StreamingModel):
             if _AUDIO_LIMIT.search(error):
                 error += f" [{len(request.clips)} sent; vLLM: raise the server's --limit-mm-per-prompt]"
         info = {"attempts": c.attempts} if c.attempts > 1 else {}
+        if isinstance(c.value, AudioAnswer):
+            spoken = SpokenAnswer(c.value.clip, c.value.transcript, generation_s=c.latency_s)
+            return Response(text=c.value.text, latency_s=c.latency_s, info=info, spoken=spoken)
         return Response(text=c.value, error=error, latency_s=c.latency_s, info=info)
+
+    def _parse(self, reply: Any) -> str | AudioAnswer:
+        if self.audio is None:
+            return parse_reply(reply)
+        return parse_audio_reply(reply, self.audio.audio_format)
 
     # ------------------------------------------------------------------------------------------------------
     def _wait_budget(self) -> float:

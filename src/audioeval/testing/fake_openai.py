@@ -6,7 +6,14 @@ told to misbehave: rate-limit (429 with Retry-After), fail (500, 503, ...), hang
 drop the connection, or answer 200 with a web page. Replies come from a `reply(request_json) -> str` function,
 so tests get deterministic verdicts. `POST /v1/audio/transcriptions` (multipart, as `--asr openai` sends it)
 is answered by `transcribe(wav_bytes, form_fields) -> str` when one is given (`transcription_faults` make it
-misbehave the same way). `timings` records (arrival, reply, delay) per answered request, for
+misbehave the same way).
+
+A request with `modalities: ["text", "audio"]` is answered in speech: a tone whose pitch and length depend
+only on the reply text (so on the request), as OpenAI shapes it (`message.audio` with data in the asked
+format, wav or pcm16, and the transcript; content null) or, with `audio_shape="vllm-omni"`, as vLLM-Omni does
+(two choices: the text, then a 24 kHz WAV with an empty transcript). `hear_own_audio` is a perfect ASR of
+that audio (the text it was made from), for `transcribe=`. Faults `no_audio`, `bad_audio` (not base64),
+`truncated_audio` (a WAV shorter than its header) and `unknown_audio` (an MP3 header) spoil the audio. `timings` records (arrival, reply, delay) per answered request, for
 measuring throughput at the server. Like OpenAI, it answers 400 when a request for a reasoning model (o1, o3, o4-mini,
 gpt-5...) carries `max_tokens`, `top_p` or a temperature other than the default 1.
 
@@ -16,8 +23,11 @@ gpt-5...) carries `max_tokens`, `top_p` or a temperature other than the default 
 from __future__ import annotations
 
 import argparse
+import base64
 import hashlib
 import json
+import math
+import struct
 import sys
 import threading
 import time
@@ -27,12 +37,16 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+AUDIO_FAULTS = ("no_audio", "bad_audio", "truncated_audio", "unknown_audio")  # spoil an audio answer
+
 
 @dataclass
 class Fault:
     """Misbehaviour for requests whose prompt text contains `match` (empty: every request)."""
 
-    kind: str  # "429", "500", "hang", "disconnect", "html" (200 with a web page instead of a completion)
+    # "429", "500", "hang", "disconnect", "html" (200 with a web page instead of a completion); for audio
+    # answers "no_audio", "bad_audio", "truncated_audio", "unknown_audio"
+    kind: str
     times: int = 1  # how many matching requests misbehave before the server answers normally
     match: str = ""
     retry_after: float | None = 0.05
@@ -125,6 +139,7 @@ class FakeOpenAIServer:
     transcribe: Callable[[bytes, dict[str, str]], str] | None = None  # answers /audio/transcriptions
     transcription_faults: list[Fault] = field(default_factory=list)
     transcriptions: list[dict[str, str]] = field(default_factory=list)  # the form fields of each one received
+    audio_shape: str = "openai"  # how audio answers are shaped: "openai" or "vllm-omni"
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -132,6 +147,7 @@ class FakeOpenAIServer:
         self.max_in_flight = 0  # the most requests the server was handling at once
         self.timings: list[tuple[float, float, float]] = []  # (arrival, reply, delay) per answered request
         self._fault_counts: list[int] = [0] * len(self.faults)
+        self._said: dict[str, str] = {}  # sha256 of an audio answer's PCM -> the text it speaks
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -188,6 +204,7 @@ class FakeOpenAIServer:
 
     def _active_fault(self, text: str) -> Fault | None:
         with self._lock:
+            self._fault_counts += [0] * (len(self.faults) - len(self._fault_counts))  # faults added later
             for i, fault in enumerate(self.faults):
                 if len(self.timings) < fault.after:
                     continue
@@ -217,7 +234,7 @@ class FakeOpenAIServer:
             return
         text = prompt_text(body) if self.parse_bodies else body["raw_digest"]
         fault = self._active_fault(text)
-        if fault is not None:
+        if fault is not None and fault.kind not in AUDIO_FAULTS:
             if fault.kind == "hang":
                 time.sleep(fault.hang_seconds)
             elif fault.kind == "disconnect":
@@ -237,19 +254,61 @@ class FakeOpenAIServer:
         if delay:
             time.sleep(delay)
         content = self.reply(body)
+        choices = [
+            {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+        ]
+        if "audio" in (body.get("modalities") or []):
+            choices = self._spoken_choices(body, content, fault)
         payload = {
             "id": "chatcmpl-test",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": body.get("model", "test"),
-            "choices": [
-                {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
-            ],
+            "choices": choices,
             "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
         }
         self._send(handler, 200, payload, {})
         with self._lock:
             self.timings.append((arrival, time.perf_counter(), delay))
+
+    def _spoken_choices(self, body: dict[str, Any], text: str, fault: Fault | None) -> list[dict[str, Any]]:
+        """The choices of an answer in speech, in the server's shape (see the module docstring)."""
+        pcm = speech_tone(text)
+        with self._lock:
+            self._said[hashlib.sha256(pcm).hexdigest()] = text
+        asked = str((body.get("audio") or {}).get("format") or "wav")
+        wav = wav_bytes(pcm, 24000)
+        data = pcm if asked == "pcm16" and self.audio_shape == "openai" else wav
+        kind = fault.kind if fault is not None else None
+        if kind == "truncated_audio":
+            data = wav[: len(wav) // 2]
+        elif kind == "unknown_audio":
+            data = b"ID3\x04\x00\x00\x00\x00\x00\x00" + pcm[:64]
+        encoded = "%%% not base64 %%%" if kind == "bad_audio" else base64.b64encode(data).decode("ascii")
+        if self.audio_shape == "vllm-omni":
+            spoken = {
+                "role": "assistant",
+                "content": None,
+                "audio": {"id": "a1", "data": encoded, "transcript": ""},
+            }
+            choices = [
+                {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+            ]
+            if kind != "no_audio":
+                choices.append({"index": 1, "message": spoken, "finish_reason": "stop"})
+            return choices
+        message: dict[str, Any] = {"role": "assistant", "content": None}
+        if kind == "no_audio":
+            message["content"] = text
+        else:
+            message["audio"] = {"id": "audio_test", "data": encoded, "expires_at": 0, "transcript": text}
+        return [{"index": 0, "message": message, "finish_reason": "stop"}]
+
+    def hear_own_audio(self, wav: bytes, fields: dict[str, str]) -> str:
+        """A perfect ASR of this server's audio answers (for `transcribe=`); other audio is heard as ""."""
+        pcm = wav[44:] if wav[:4] == b"RIFF" else wav
+        with self._lock:
+            return self._said.get(hashlib.sha256(pcm).hexdigest(), "")
 
     @staticmethod
     def _send(
@@ -271,6 +330,21 @@ class FakeOpenAIServer:
             handler.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):
             pass
+
+
+def speech_tone(text: str, rate: int = 24000) -> bytes:
+    """16-bit PCM of a tone standing for `text`: its pitch from the text's hash, its length from its words."""
+    digest = hashlib.sha256(text.encode()).digest()
+    n = int(rate * (0.3 + 0.05 * len(text.split())))
+    t = [i / rate for i in range(n)]
+    freq = 200.0 + 10.0 * (digest[0] % 50)
+    return struct.pack(f"<{n}h", *(int(8000 * math.sin(2 * math.pi * freq * x)) for x in t))
+
+
+def wav_bytes(pcm: bytes, rate: int) -> bytes:
+    header = b"RIFF" + struct.pack("<I", 36 + len(pcm)) + b"WAVE"
+    fmt = b"fmt " + struct.pack("<IHHIIHH", 16, 1, 1, rate, rate * 2, 2, 16)
+    return header + fmt + b"data" + struct.pack("<I", len(pcm)) + pcm
 
 
 def parse_multipart(raw: bytes, content_type: str) -> tuple[dict[str, str], dict[str, bytes]]:
