@@ -143,6 +143,13 @@ class TtsModel(StreamingModel):
         return (await loop.run_in_executor(self._worker, self.text.generate, [request]))[0]
 
     async def generate_one(self, request: Request) -> Response:
+        self.stats.enter()  # the run's generation time: text and synthesis
+        try:
+            return await self._spoken_answer(request)
+        finally:
+            self.stats.leave()
+
+    async def _spoken_answer(self, request: Request) -> Response:
         started = time.perf_counter()
         answer = await self._text_answer(request)
         if not answer.ok:
