@@ -22,7 +22,7 @@ from audioeval.viewer.server import index_page, static_assets
 from audioeval.viewer.site import Site
 
 MARKER = ".audioeval-view"  # marks a folder as an export, so a new export may replace it
-_OWN = ("index.html", "static", "data", "audio", "files", MARKER)
+_OWN = ("index.html", "static", "data", "audio", "files", "spoken", MARKER)
 
 
 class ExportLinks:
@@ -31,6 +31,9 @@ class ExportLinks:
 
     def file(self, run: int, name: str) -> str:
         return f"files/{run}/{quote(name)}"
+
+    def spoken(self, run: int, sha256: str) -> str:
+        return f"spoken/{sha256}.wav"
 
 
 @dataclass
@@ -88,6 +91,20 @@ def write_data(folder: Path, path: str, payload: object) -> int:
     return len(text.encode("utf-8"))
 
 
+def _copy_spoken(run: RunFolder, detail: dict[str, object], folder: Path) -> int:
+    """The sample's spoken answer, copied once per content to spoken/<sha256>.wav; the bytes written."""
+    spoken = detail.get("spoken")
+    if not isinstance(spoken, dict) or spoken.get("url") is None:
+        return 0
+    source = run.spoken_file(str(spoken["sha256"]))
+    target = folder / "spoken" / f"{spoken['sha256']}.wav"
+    if source is None or target.exists():
+        return 0
+    target.parent.mkdir(exist_ok=True)
+    shutil.copyfile(source, target)
+    return target.stat().st_size
+
+
 def export_site(
     runs: list[RunFolder], folder: Path, tasks: list[str] | None = None, limit: int | None = None
 ) -> ExportSummary:
@@ -119,6 +136,7 @@ def export_site(
                 continue
             samples += 1
             size += write_data(folder, f"run/{i}/sample/{key}", detail)
+            size += _copy_spoken(run, detail, folder)
             for part in (p for m in detail["messages"] for p in m["parts"] if p["type"] == "audio"):
                 if part["status"] != "ok":
                     missing += 1

@@ -22,6 +22,7 @@ RESULTS = "results.json"
 INCOMPLETE = "INCOMPLETE"
 _SAMPLE_FILE = re.compile(r"^samples_(?P<task>[A-Za-z0-9_.\-]+?)(?:\.rank(?P<rank>\d+)\.partial)?\.jsonl$")
 # Report outputs the overview links to or shows; anything else in the folder is never served.
+_SPOKEN_SHA = re.compile(r"^[0-9a-f]{64}$")  # a spoken answer's audio file: spoken/<sha256>.wav
 SERVABLE_SUFFIXES = (".png", ".svg", ".jpg", ".jpeg", ".md", ".json", ".csv", ".txt")
 
 
@@ -146,6 +147,19 @@ class RunFolder:
         with where.path.open("rb") as fh:
             fh.seek(where.offset)
             return json.loads(fh.readline())
+
+    def spoken_file(self, sha256: str) -> Path | None:
+        """A spoken answer's audio, `spoken/<sha256>.wav` in the run folder; None when it is not there."""
+        if not _SPOKEN_SHA.match(sha256):
+            return None
+        path = self.path / "spoken" / f"{sha256}.wav"
+        try:
+            resolved = path.resolve(strict=True)
+        except (OSError, RuntimeError):
+            return None
+        return (
+            resolved if resolved.parent == (self.path / "spoken").resolve() and resolved.is_file() else None
+        )
 
     def file(self, name: str) -> Path | None:
         """A report file directly in the run folder, by name; None for anything else (other folders, links

@@ -31,6 +31,7 @@ KNOWN_FIELDS = frozenset(
         "cached",
         "response_info",
         "judgments",
+        "spoken",
     }
 )
 SHORT_TEXT = 160  # characters of response/prediction/target kept in the list
@@ -153,6 +154,30 @@ def facets(summaries: list[dict[str, Any]], max_values: int = 40) -> dict[str, l
             ordered = sorted(values, key=lambda v: (v is None, str(v)))
             out[key] = [[v, values[v]] for v in ordered]
     return out
+
+
+def spoken_answer(record: dict[str, Any], url: str | None) -> dict[str, Any] | None:
+    """A spoken answer as the detail view shows it: where its audio plays from (None: the file is not in
+    the run folder), both texts, which was scored and by which ASR, and the timings."""
+    block = record.get("spoken")
+    if not isinstance(block, dict):
+        return None
+    audio = block.get("audio")
+    audio = audio if isinstance(audio, dict) else {}
+    return {
+        "url": url,
+        "sha256": audio.get("sha256"),
+        "seconds": audio.get("seconds"),
+        "sampling_rate": audio.get("sampling_rate"),
+        "transcript": block.get("transcript"),
+        "asr_text": block.get("asr_text"),
+        "asr_error": block.get("asr_error"),
+        "asr": block.get("asr"),
+        "scored": block.get("scored"),
+        "time_to_first_audio_s": block.get("time_to_first_audio_s"),
+        "generation_s": block.get("generation_s"),
+        "real_time_factor": block.get("real_time_factor"),
+    }
 
 
 def extra_fields(record: dict[str, Any]) -> dict[str, Any]:

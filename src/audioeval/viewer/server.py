@@ -164,6 +164,8 @@ class ViewerApp:
             return self._audio(*rest)
         if head == "files" and len(rest) == 2:
             return self._file(*rest)
+        if head == "spoken" and len(rest) == 2:
+            return self._spoken(*rest)
         return None
 
     def _run(self, text: str) -> int | None:
@@ -179,6 +181,14 @@ class ViewerApp:
             return None
         wav = self.site.audio[i].wav(task, int(episode), sha)
         return (wav, "audio/wav", True) if wav is not None else None
+
+    def _spoken(self, run: str, name: str) -> tuple[bytes, str, bool] | None:
+        """A spoken answer's audio from the run folder (content-addressed, so cacheable)."""
+        i = self._run(run)
+        path = self.site.runs[i].spoken_file(name.removesuffix(".wav")) if i is not None else None
+        if path is None or not name.endswith(".wav"):
+            return None
+        return path.read_bytes(), "audio/wav", True
 
     def _file(self, run: str, name: str) -> tuple[bytes, str, bool] | None:
         i = self._run(run)

@@ -20,7 +20,7 @@ from urllib.parse import quote
 from audioeval.viewer import overview
 from audioeval.viewer.regenerate import SHA_DIFFERS, EpisodeClips, RebuiltClip, RunAudio
 from audioeval.viewer.run_folder import RunFolder, SampleKey
-from audioeval.viewer.samples import extra_fields, facets, verdicts
+from audioeval.viewer.samples import extra_fields, facets, spoken_answer, verdicts
 
 # Per-sample scores that count failures, or are parts of a ratio, rather than measure the answer: never the
 # default outcome score or plotted metric.
@@ -33,10 +33,15 @@ class Links(Protocol):
 
     def file(self, run: int, name: str) -> str: ...
 
+    def spoken(self, run: int, sha256: str) -> str: ...
+
 
 class ServerLinks:
     def audio(self, run: int, key: SampleKey, sha256: str) -> str:
         return f"audio/{run}/{quote(key.task)}/{key.episode}/{sha256}.wav"
+
+    def spoken(self, run: int, sha256: str) -> str:
+        return f"spoken/{run}/{sha256}.wav"
 
     def file(self, run: int, name: str) -> str:
         return f"files/{run}/{quote(name)}"
@@ -159,6 +164,7 @@ class Site:
                 "problem": rebuilt.problem if rebuilt is not None else None,
             },
             "response": record.get("response"),
+            "spoken": self._spoken(i, run, record),
             "error": record.get("error"),
             "prediction": record.get("prediction"),
             "target": record.get("target"),
@@ -175,6 +181,11 @@ class Site:
             "metadata_source": "sample log" if metadata is not None else "rebuilt episode",
             "other": extra_fields(record),
         }
+
+    def _spoken(self, i: int, run: RunFolder, record: dict[str, Any]) -> dict[str, Any] | None:
+        sha = str(((record.get("spoken") or {}).get("audio") or {}).get("sha256") or "")
+        url = self.links.spoken(i, sha) if sha and run.spoken_file(sha) is not None else None
+        return spoken_answer(record, url)
 
     def _part(
         self,

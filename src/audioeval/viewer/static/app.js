@@ -351,6 +351,23 @@
       (a.problem || "cannot be regenerated (sha256 differs): the builder now produces other audio than this run logged (another audioeval version or a changed builder)."));
   }
 
+  // A spoken answer: its audio beside both texts, the scored one marked, the ASR named.
+  function spokenView(s) {
+    if (!s) return null;
+    const scored = (which) => (s.scored === which ? badge("scored", "ok", "the text the parser and judges saw") : null);
+    const text = (value, error) => (value === null || value === undefined
+      ? h("pre", { class: "bad-text" }, error || "(none)") : h("pre", null, value));
+    return h("div", { class: "spoken" },
+      h("div", { class: "field-block spoken-audio" }, h("h4", null, "Spoken answer", h("span", { class: "muted" }, ` · ${fmt(s.seconds, 2)} s · ${s.sampling_rate} Hz`)),
+        s.url ? h("span", { class: "clip ok", dataset: { sha: s.sha256, seconds: s.seconds } }, player(s.url, s.seconds))
+          : h("p", { class: "muted" }, "audio not in the run folder (spoken/" + (s.sha256 || "?") + ".wav)"),
+        h("dl", { class: "facts small" }, [["time to first audio", s.time_to_first_audio_s === null || s.time_to_first_audio_s === undefined ? "— (not streamed)" : fmt(s.time_to_first_audio_s, 3) + " s"], ["generation", fmt(s.generation_s, 3) + " s"],
+          ["real-time factor", fmt(s.real_time_factor, 3)]].map(([k, v]) => h("div", null, h("dt", null, k), h("dd", null, v))))),
+      h("div", { class: "pair" },
+        h("div", { class: "field-block spoken-transcript" }, h("h4", null, "Model's transcript ", scored("transcript")), text(s.transcript, "(the model gave none)")),
+        h("div", { class: "field-block spoken-asr" }, h("h4", null, `ASR (${s.asr}) `, scored("asr")), text(s.asr_text, s.asr_error))));
+  }
+
   function renderDetail(d, data) {
     const outcome = data ? outcomeOf(data, data.samples.find((s) => s.id === d.id) || { scores: d.scores, task: d.task }, state.params) : null;
     const head = h("div", { class: "detail-head" },
@@ -367,6 +384,7 @@
       h("div", { class: "pair" },
         h("div", { class: "field-block" }, h("h4", null, "Parsed prediction"), h("pre", { class: d.parse_failure ? "bad-text" : "" }, d.parse_failure ? "(parse failure)" : fmt(d.prediction))),
         h("div", { class: "field-block" }, h("h4", null, "Target"), h("pre", null, fmt(d.target)))));
+    const spoken = spokenView(d.spoken);
     const facts = h("dl", { class: "facts small" },
       [["audio", fmt(d.audio_seconds, 2) + " s"], ["latency", fmt(d.latency_s, 4) + " s"], ["cached", fmt(d.cached)],
         ["generation", d.gen_kwargs ? Object.entries(d.gen_kwargs).map(([k, v]) => `${k}=${v}`).join(", ") : "—"],
@@ -378,7 +396,7 @@
     ];
     return h("article", { class: "sample", dataset: { id: d.id } }, head, audioSummary(d),
       h("h3", null, "Conversation"), conversation(d),
-      h("h3", null, "Answer"), answer,
+      h("h3", null, "Answer"), spoken, answer,
       h("div", { class: "two" }, h("div", null, h("h4", null, "Scores"), scoreTable(d.scores)), h("div", null, h("h4", null, "Details"), facts)),
       d.verdicts.length ? [h("h4", null, "Judge verdicts"), verdictTable(d.verdicts)] : null,
       more);
