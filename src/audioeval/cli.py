@@ -110,7 +110,7 @@ def run_parser() -> argparse.ArgumentParser:
         "--spoken_text",
         default="asr",
         choices=["asr", "transcript"],
-        help="the text of a spoken answer that is scored: its ASR (default, as ADU-Bench) or the model's transcript",
+        help="the text of a spoken answer that is scored: its ASR (default, as benchmarks that convert audio answers to text do) or the model's transcript",
     )
     add_augment_arguments(p)
     p.add_argument("--verbosity", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])

@@ -4,7 +4,7 @@ A backend that speaks (`Model.speaks`) answers with audio and, when it gives one
 (`Response.spoken`). Each spoken answer's audio is transcribed by the run's ASR (`--asr`, one request per
 answer through the one serving path: cached under the audio's hash and the ASR's identity, concurrent,
 overlapping generation and judging), then the text that is scored is chosen (`--spoken_text`): the ASR text
-(`asr`, the default, as ADU-Bench converts audio answers into text) or the model's transcript
+(`asr`, the default, as benchmarks that convert audio answers into text do) or the model's transcript
 (`transcript`). Parsers, metrics and judges see only the chosen text. An answer whose chosen text is missing
 (the ASR failed, or the model gave no transcript) is a counted failure with its reason, never a silent zero.
 
