@@ -9,6 +9,8 @@ in its worker process. Three runs on the toy task (task wall time, from results.
 1. generation alone: `--asr none --spoken_text transcript`, fresh cache;
 2. ASR alone: the same requests again with pocketsphinx, generation answered from the cache of run 1;
 3. both: a fresh cache, generation and ASR together.
+Then the ASR's own loss on known text: `tts_pocketsphinx_wer`, the corpus WER of pocketsphinx on short
+English sentences spoken by `--model tts`'s voice (normalised as `spoken_text_wer` is).
 """
 
 from __future__ import annotations
@@ -57,6 +59,30 @@ def task_wall(base_url: str, cache: str, episodes: int, concurrency: int, asr: b
     return {k: timing[k] for k in ("wall_seconds", "generate_seconds", "asr_seconds", "samples")}
 
 
+SENTENCES = (
+    "the answer is seven", "the sky is blue", "two plus two is four", "paris is the capital of france",
+    "water boils at one hundred degrees", "yes", "no", "the second clip is longer", "it is a dog barking",
+    "there are three sounds in the clip",
+)  # fmt: skip
+
+
+def asr_loss() -> float:
+    """Corpus WER of pocketsphinx on SENTENCES spoken as `--model tts` speaks (eSpeak NG, en, 24 kHz)."""
+    from audioeval.audio.speech import synthesize
+    from audioeval.models.pocketsphinx_asr import PocketSphinxModel
+    from audioeval.models.speech.tts import SAMPLING_RATE
+    from audioeval.results.spoken_metrics import edit_distance, normalise_words
+    from audioeval.types import AudioClip
+
+    asr = PocketSphinxModel()
+    edits = words = 0
+    for text in SENTENCES:
+        clip = AudioClip.from_array(synthesize(text, sampling_rate=SAMPLING_RATE), SAMPLING_RATE)
+        ref, hyp = normalise_words(text), normalise_words(asr.transcribe(clip))
+        edits, words = edits + edit_distance(ref, hyp), words + len(ref)
+    return edits / words
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -84,6 +110,7 @@ def main() -> None:
         "both_asr_busy_s": both["asr_seconds"],
         "ratio_to_longer_stage": round(both["wall_seconds"] / longer, 3),
         "target": "<= 1.2",
+        "tts_pocketsphinx_wer": round(asr_loss(), 3),
     }
     print(json.dumps(figures, indent=2))
 
