@@ -61,3 +61,16 @@ def test_one_or_two_processes_give_the_same_spoken_results(tmp_path):
     run_one, run_two = latest_run(tmp_path / "one"), latest_run(tmp_path / "two")
     assert load_results(run_two)["world_size"] == 2
     assert _without_timings(run_one) == _without_timings(run_two)
+
+
+@pytest.mark.parametrize(
+    "model_args, message",
+    [
+        ("voice=en", "--model tts needs text_model=NAME"),
+        ("text_model=chance,voice=xx-nowhere", "--model_args voice=xx-nowhere"),
+        ("text_model=openai,model=m,base_url=http://127.0.0.1:9/v1,num_concurrent=0", "text model 'openai'"),
+    ],
+)
+def test_bad_tts_arguments_are_one_clear_line(tmp_path, model_args, message):
+    code, _out, err = run_cli(toy_run_args(tmp_path / "o", tmp_path / "c", "tts", model_args))
+    assert code == 2 and message in err and "Traceback" not in err, err
