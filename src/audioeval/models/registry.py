@@ -67,6 +67,11 @@ CORE_BACKENDS: dict[str, Backend] = {
         "any OpenAI-compatible Chat Completions endpoint (OpenAI, vllm serve, Gemini's compatible endpoint)",
         "api",
     ),
+    "realtime": Backend(
+        "audioeval.models.realtime:RealtimeModel",
+        "a Realtime API model over WebSockets (gpt-realtime), answering in speech or text",
+        "api",
+    ),
     "cascade": Backend(
         "audioeval.models.cascade:CascadeModel",
         "ASR then a text LLM (asr=pocketsphinx, llm=openai or hf-chat)",

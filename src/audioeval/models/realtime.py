@@ -1,0 +1,269 @@
+"""`--model realtime`: a Realtime API model (`gpt-realtime`, any server speaking the GA WebSocket protocol)
+answering in speech (`output=audio`, the default: the audio and the model's transcript of it) or in text.
+
+One isolated response per request: each request is one `response.create` with `conversation: "none"` and its
+own `input` items (an out-of-band response). Nothing is added to the session's conversation, so a session
+answers the next request with no trace of the last one and nothing to delete, and a response depends only on
+its request: the same results for any number in flight or processes. (A fresh conversation per request would
+cost a new session, with its handshake and `session.update`, or item deletions on the shared one.) The
+request is one event: its items go inline, user audio as `input_audio` (PCM16 resampled to the 24 kHz the
+session declares, base64), few-shot answers as assistant `output_text` items (never audio: assistant audio
+cannot be sent back), system text as the response's `instructions`.
+
+The pool of sessions, the adaptive concurrency shared with `--model openai`, the retries and the session
+renewals are in models/api/realtime_client.py; reading one response's events in models/api/realtime_session.py.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any, ClassVar
+
+import numpy as np
+
+from audioeval.audio.dsp import resample
+from audioeval.audio.wav import PCM16_SCALE, to_pcm16
+from audioeval.errors import ModelError
+from audioeval.models.api.body import Encoded, JsonBody
+from audioeval.models.api.client import EndpointSettings
+from audioeval.models.api.realtime_client import RealtimeClient
+from audioeval.models.api.realtime_session import RATE, Answer
+from audioeval.models.base import StreamingModel
+from audioeval.types import (
+    AudioClip,
+    AudioPart,
+    Message,
+    Request,
+    Response,
+    SpokenAnswer,
+    TextPart,
+    b64encode,
+)
+
+OUTPUTS = ("audio", "text")
+PCM = {"type": "audio/pcm", "rate": RATE}
+_TOKEN_LIMIT_KEYS = ("max_new_tokens", "max_gen_toks", "max_tokens")
+_ENCODED_CLIPS = 64  # recent clips kept encoded (an episode's demos recur at every k)
+
+
+def session_update(output: str, voice: str) -> dict[str, Any]:
+    """The `session` of the `session.update` sent once per session: the GA shape (`type: realtime`), 24 kHz
+    PCM both ways, no turn detection (the client asks for each response)."""
+    return {
+        "type": "realtime",
+        "output_modalities": [output],
+        "audio": {
+            "input": {"format": PCM, "turn_detection": None},
+            "output": {"format": PCM, "voice": voice},
+        },
+    }
+
+
+def pcm24k_base64(clip: AudioClip) -> bytes:
+    """The clip as base64 PCM16 at 24 kHz, what `input_audio` carries in a session declaring audio/pcm."""
+    samples = resample(clip.samples, clip.sampling_rate, RATE)
+    return b64encode(to_pcm16(samples).tobytes())
+
+
+def input_items(
+    messages: tuple[Message, ...], audio: Any = pcm24k_base64
+) -> tuple[list[dict[str, Any]], str | None]:
+    """The conversation items of a request and its instructions (the system text, or None)."""
+    items: list[dict[str, Any]] = []
+    instructions: list[str] = []
+    for m in messages:
+        if m.role in ("system", "assistant") and any(isinstance(p, AudioPart) for p in m.parts):
+            raise ModelError(
+                f"the Realtime API cannot take audio in a {m.role} message (an assistant's audio cannot be sent "
+                "back; few-shot answers go as text): move it to a user turn."
+            )
+        if m.role == "system":
+            instructions.append(m.text)
+        elif m.role == "assistant":
+            items.append(
+                {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": m.text}]}
+            )
+        else:
+            content: list[dict[str, Any]] = []
+            for p in m.parts:
+                if isinstance(p, TextPart):
+                    if p.text:
+                        content.append({"type": "input_text", "text": p.text})
+                else:
+                    content.append({"type": "input_audio", "audio": Encoded(audio(p.clip))})
+            items.append({"type": "message", "role": "user", "content": content})
+    return items, ("\n\n".join(instructions) if instructions else None)
+
+
+def token_limit(request: Request, override: int | str | None) -> int | str | None:
+    """max_output_tokens for a response: the model argument, else the request's max_new_tokens."""
+    if override is not None:
+        return override
+    for key in _TOKEN_LIMIT_KEYS:
+        if request.gen_kwargs.get(key) is not None:
+            return int(request.gen_kwargs[key])
+    return None
+
+
+def response_create_event(
+    request: Request, output: str, voice: str, max_output_tokens: int | str | None, audio: Any = pcm24k_base64
+) -> str:
+    """The `response.create` event of a request, built once (the same text goes out on every retry), each
+    clip's encoding spliced in without a copy."""
+    items, instructions = input_items(request.messages, audio)
+    response: dict[str, Any] = {"conversation": "none", "input": items, "output_modalities": [output]}
+    if instructions is not None:
+        response["instructions"] = instructions
+    if output == "audio":
+        response["audio"] = {"output": {"format": PCM, "voice": voice}}
+    limit = token_limit(request, max_output_tokens)
+    if limit is not None:
+        response["max_output_tokens"] = limit
+    return JsonBody.of({"type": "response.create", "response": response}).to_bytes().decode("ascii")
+
+
+def spoken_answer(answer: Answer) -> SpokenAnswer:
+    pcm = np.frombuffer(answer.audio, dtype="<i2")
+    clip = AudioClip.from_array(pcm.astype(np.float32) / np.float32(PCM16_SCALE), RATE)
+    return SpokenAnswer(
+        audio=clip,
+        transcript=answer.transcript,
+        time_to_first_audio_s=answer.first_audio_s,
+        generation_s=answer.generation_s,
+    )
+
+
+def _check_token_limit(value: Any) -> int | str | None:
+    if value is None or value == "inf":
+        return value
+    try:
+        limit = int(value)
+    except (TypeError, ValueError):
+        limit = 0
+    if limit < 1 or str(value).strip() != str(limit):
+        raise ModelError(f"--model_args max_output_tokens={value}: use a whole number >= 1, or inf.")
+    return limit
+
+
+class RealtimeModel(StreamingModel):
+    name = "realtime"
+    speaks: ClassVar[bool] = True
+    arg_minimums = {
+        "num_concurrent": 1,
+        "max_concurrent": 1,
+        "max_retries": 0,
+        "timeout": 0.001,
+        "max_retry_after": 0,
+        "max_consecutive_failures": 1,
+        "session_lifetime": 1,
+    }
+    # The GA Realtime API takes no sampling settings: temperature and do_sample are accepted (tasks set them)
+    # and not sent; the token limit becomes each response's max_output_tokens.
+    gen_kwargs_spec = {
+        "max_new_tokens": "int>=1",
+        "max_gen_toks": "int>=1",
+        "max_tokens": "int>=1",
+        "do_sample": "bool",
+        "temperature": "float?>=0",
+    }
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        base_url: str | None = None,
+        websocket_url: str | None = None,
+        api_key_env: str = "OPENAI_API_KEY",
+        voice: str = "alloy",
+        output: str = "audio",
+        num_concurrent: int = 8,
+        max_concurrent: int | None = None,
+        max_output_tokens: int | str | None = None,
+        max_retries: int = 6,
+        timeout: float = 120.0,
+        max_retry_after: float = 60.0,
+        max_consecutive_failures: int = 10,
+        session_lifetime: float = 55 * 60.0,
+        **kwargs: Any,
+    ) -> None:
+        if output not in OUTPUTS:
+            raise ModelError(f"--model_args output={output}: use audio or text.")
+        super().__init__(**kwargs)
+        self.output, self.voice = str(output), str(voice)
+        self.max_output_tokens = _check_token_limit(max_output_tokens)
+        self.websocket_url = websocket_url
+        self.settings = EndpointSettings(
+            model=model,
+            base_url=base_url,
+            api_key_env=api_key_env,
+            num_concurrent=int(num_concurrent),
+            max_concurrent=int(max_concurrent) if max_concurrent is not None else None,
+            max_retries=int(max_retries),
+            timeout=float(timeout),
+            max_retry_after=float(max_retry_after),
+            max_consecutive_failures=int(max_consecutive_failures),
+        )
+        self.client = RealtimeClient(
+            self.settings,
+            session_update(self.output, self.voice),
+            self.stats,
+            session_lifetime=float(session_lifetime),
+            websocket_url=websocket_url,
+        )
+        self._encoded: OrderedDict[str, bytes] = OrderedDict()
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        return {
+            "model": self.name,
+            "endpoint_model": self.settings.model,
+            "base_url": self.websocket_url or self.settings.base_url,
+            "output": self.output,
+            "voice": self.voice,
+            "max_output_tokens": self.max_output_tokens,
+        }
+
+    @property
+    def display_name(self) -> str:
+        return f"realtime__{self.settings.model}"
+
+    @property
+    def request_chunk_size(self) -> int:
+        return max(self.batch_size, self.settings.num_concurrent * 2)  # when a cascade calls generate()
+
+    @property
+    def max_in_flight(self) -> int:
+        return int(self.settings.max_concurrent or self.settings.num_concurrent)
+
+    def _clip_audio(self, clip: AudioClip) -> bytes:
+        """pcm24k_base64, kept for the most recent clips."""
+        key = clip.sha256
+        data = self._encoded.get(key)
+        if data is None:
+            data = self._encoded[key] = pcm24k_base64(clip)
+            if len(self._encoded) > _ENCODED_CLIPS:
+                self._encoded.popitem(last=False)
+        else:
+            self._encoded.move_to_end(key)
+        return data
+
+    async def generate_one(self, request: Request) -> Response:
+        event = response_create_event(
+            request, self.output, self.voice, self.max_output_tokens, self._clip_audio
+        )
+        outcome = await self.client.respond(event, self.output == "audio")
+        info: dict[str, Any] = {"attempts": outcome.attempts} if outcome.attempts > 1 else {}
+        if outcome.renewals:
+            info["sessions_renewed"] = outcome.renewals
+        answer = outcome.answer
+        if answer is None:
+            return Response(text=None, error=outcome.error, latency_s=outcome.latency_s, info=info)
+        if answer.status != "completed":
+            info["status"], info["reason"] = answer.status, answer.reason
+        if answer.unknown_events:
+            info["ignored_events"] = sorted(set(answer.unknown_events))
+        spoken = spoken_answer(answer) if self.output == "audio" else None
+        return Response(text=answer.text, latency_s=outcome.latency_s, info=info, spoken=spoken)
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
