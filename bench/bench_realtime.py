@@ -154,6 +154,7 @@ def main() -> None:
     args = parser.parse_args()
     n, c = args.responses, args.concurrency
     import openai  # noqa: F401 - imported before any timing (the backend reads the SDK's endpoint settings once)
+
     figures: dict[str, Any] = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version()}}
     with Server() as server:
         batch = requests(n, args.clip_seconds, 1)
