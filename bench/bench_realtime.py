@@ -155,7 +155,8 @@ def main() -> None:
     n, c = args.responses, args.concurrency
     import openai  # noqa: F401 - imported before any timing (the backend reads the SDK's endpoint settings once)
 
-    figures: dict[str, Any] = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version()}}
+    machine = {"cpus": os.cpu_count(), "python": platform.python_version(), "load_1min": os.getloadavg()[0]}
+    figures: dict[str, Any] = {"machine": machine}
     with Server() as server:
         batch = requests(n, args.clip_seconds, 1)
         figures["backend"] = measured(server, c, lambda: backend_run(server.base_url, batch, c))

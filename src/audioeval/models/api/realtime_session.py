@@ -139,7 +139,7 @@ class RealtimeSession:
         try:
             await session._expect("session.created")
             await ws.send_str(json.dumps({"type": "session.update", "session": update}))
-            await session._expect("session.updated")
+            _check_formats((await session._expect("session.updated")).get("session") or {})
         except BaseException:
             await session.close()
             raise
@@ -270,6 +270,17 @@ class _ResponseReader:
             reason=details.get("reason") if status != "completed" else None,
             unknown_events=self.unknown,
         )
+
+
+def _check_formats(session: dict[str, Any]) -> None:
+    """The audio formats the server says the session has must be the 24 kHz PCM the audio is resampled to."""
+    audio = session.get("audio") or {}
+    for side in ("input", "output"):
+        fmt = (audio.get(side) or {}).get("format") or {}
+        if fmt and (fmt.get("type", "audio/pcm") != "audio/pcm" or int(fmt.get("rate") or RATE) != RATE):
+            raise SessionFailure(
+                "session refused", f"the session's {side} audio is {fmt}, not 24 kHz PCM", retryable=False
+            )
 
 
 def _exhausted_wait(event: dict[str, Any]) -> float | None:
