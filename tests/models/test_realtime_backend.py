@@ -170,6 +170,16 @@ def test_a_rejected_key_names_its_environment_variable(monkeypatch):
     assert response.ok and server.handshakes[0]["authorization"] == "Bearer sk-right"
 
 
+def test_a_rejected_key_stops_a_run_with_one_line_naming_the_variable(toy_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("MY_REALTIME_KEY", "sk-wrong")
+    with FakeRealtimeServer(api_key="sk-right") as server:
+        args = _toy_run(toy_dir, tmp_path / "out", tmp_path / "cache", server.port)
+        args[args.index("--model_args") + 1] += ",api_key_env=MY_REALTIME_KEY"
+        code, _, err = run_cli(args)
+    assert code != 0 and "rejected the API key from $MY_REALTIME_KEY" in err and "Traceback" not in err
+    assert "sk-wrong" not in err and server.attempts == {}
+
+
 def test_the_beta_session_shape_is_refused_by_the_server_and_named_by_the_backend(monkeypatch):
     import audioeval.models.realtime as realtime
 
