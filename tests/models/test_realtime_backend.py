@@ -114,6 +114,8 @@ def test_each_retryable_fault_is_retried_once_then_counted_with_its_reason(kind)
         "hang": "timeout",
     }
     assert once.ok and once.info["attempts"] == 2 and once.spoken is not None
+    if kind == "ratelimit":  # the retry waited for the exhausted limit to reset (0.2 s)
+        assert once.latency_s >= 0.2 and model.stats.http_429 == 3  # 1 + 2 rate-limited attempts
     assert always.text is None and always.error.startswith(f"{reasons[kind]} after 2 attempt(s)")
     assert model.stats.retries == 2
 
@@ -308,3 +310,16 @@ def test_a_session_that_declares_another_audio_rate_is_refused():
     _check_formats({"audio": {"input": {"format": {"type": "audio/pcm", "rate": 24000}}}})
     with pytest.raises(SessionFailure, match="input audio is .*16000.*not 24 kHz PCM"):
         _check_formats({"audio": {"input": {"format": {"type": "audio/pcm", "rate": 16000}}}})
+
+
+def test_the_standalone_server_serves_a_run_from_its_own_process():
+    cmd = [sys.executable, "-m", "audioeval.testing.fake_realtime", "--latency", "0,0.05"]
+    with subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) as proc:
+        base_url = json.loads(proc.stdout.readline())["base_url"]
+        model = RealtimeModel(model="gpt-realtime", base_url=base_url, num_concurrent=2)
+        responses = model.generate([_ask(tone(300 + i), f"q{i}") for i in range(3)])
+        proc.stdin.write("stats\n")
+        proc.stdin.flush()
+        stats = json.loads(proc.stdout.readline())
+        proc.stdin.close()
+    assert all(r.ok for r in responses) and stats["attempts"] == 3 and len(stats["timings"]) == 3
