@@ -160,6 +160,16 @@ def test_sessions_are_renewed_before_their_time_and_on_expiry_without_spending_a
     assert response.ok and response.info == {"sessions_renewed": 1} and server.sessions == 2
 
 
+def test_a_pooled_session_closed_while_idle_is_replaced_without_spending_a_retry():
+    requests = [_ask(tone(300), "first [fault:closeidle]"), _ask(tone(400), "second")]
+    with FakeRealtimeServer() as server:
+        model = _model(server, max_retries=0, num_concurrent=1)
+        first, second = model.generate(requests)
+    assert first.ok and first.info == {}
+    assert second.ok and second.info == {"sessions_renewed": 1} and server.sessions == 2
+    assert sum(server.attempts.values()) == 2  # the second request reached the server once
+
+
 def test_a_rejected_key_names_its_environment_variable(monkeypatch):
     monkeypatch.setenv("MY_REALTIME_KEY", "sk-wrong")
     with FakeRealtimeServer(api_key="sk-right") as server:

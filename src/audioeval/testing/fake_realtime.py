@@ -25,6 +25,7 @@ misbehave (N defaults to 1), counted per request content, so a retry of the same
     expired     the `session_expired` error (the session's 60 minutes are up), then the socket closes
     ratelimit   `rate_limits.updated` with nothing remaining, then a `rate_limit_exceeded` error
     hang        `response.created`, then nothing
+    closeidle   the response completes, then the server closes the session (as an idle timeout would)
 
 `api_key` set: a handshake without `Authorization: Bearer <api_key>` is refused with HTTP 401.
 `max_session_s`: a `response.create` on a session older than that gets `session_expired` (as after 60 min).
@@ -66,6 +67,7 @@ FAULT_KINDS = (
     "expired",
     "ratelimit",
     "hang",
+    "closeidle",
 )
 _WORDS = "the a sound of tone low high bright soft voice answer is this one music speech bird rain".split()
 
@@ -300,6 +302,9 @@ class FakeRealtimeServer:
             if await self._stream(ws, response, session, key, delay, fault):
                 with self._lock:
                     self.timings.append((arrival, time.perf_counter(), delay))
+            if fault == "closeidle":
+                await ws.close()
+                raise _Dropped
         finally:
             with self._lock:
                 self.in_flight -= 1

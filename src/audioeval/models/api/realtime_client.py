@@ -4,8 +4,9 @@
   start with, halved on a rate limit or a timeout, one more per round of calm replies up to `max_concurrent`.
   Each response in flight holds one session; an idle session waits in the pool for the next response, so
   the pool holds at most as many sessions as responses were ever in flight at once.
-- Sessions are renewed before `session_lifetime` seconds (the API ends a session after 60 minutes) and when
-  the server says one expired; neither spends a retry. A session on which anything went wrong is closed.
+- Sessions are renewed before `session_lifetime` seconds (the API ends a session after 60 minutes), when
+  the server says one expired, and when a pooled session turns out closed by the server while idle (the
+  request never reached it); none of these spends a retry. A session on which anything went wrong is closed.
 - Retries: `error` events of type server_error, rate limits (waiting until the exhausted limit of the last
   `rate_limits.updated` resets, at most `max_retry_after`), failed responses with a server error, dropped
   sockets, malformed events, undecodable, truncated or missing audio, timeouts: up to `max_retries` times with
@@ -38,7 +39,7 @@ from audioeval.models.endpoint_stats import EndpointStats
 
 log = logging.getLogger("audioeval")
 
-MAX_FREE_RENEWALS = 3  # session expiries one request may meet without spending a retry
+MAX_FREE_RENEWALS = 3  # session expiries (or pooled sessions found closed) one request may meet for free
 
 
 def realtime_url_and_headers(

@@ -106,6 +106,7 @@ class RealtimeSession:
         self.ws = ws
         self.opened = time.monotonic()
         self.rate_limit_wait: float | None = None  # seconds until an exhausted rate limit resets, once seen
+        self.answered = 0  # responses completed on this session
 
     @property
     def age(self) -> float:
@@ -182,19 +183,30 @@ class RealtimeSession:
     async def respond(self, create_event: str, audio_out: bool) -> Answer:
         """Send one `response.create` and read its events until `response.done`."""
         sent = time.perf_counter()
-        await self.ws.send_str(create_event)
         reader = _ResponseReader(sent, audio_out)
-        while True:
+        try:
+            await self.ws.send_str(create_event)
             event = await self._next_event()
+        except (SessionFailure, ConnectionError) as err:
+            if self.answered and (isinstance(err, ConnectionError) or err.reason == "connection dropped"):
+                # a pooled session the server closed while it sat idle: the request never reached it
+                raise SessionFailure(
+                    "idle session closed", "the server closed a pooled session", retryable=True, free=True
+                ) from None
+            raise
+        while True:
             kind = event["type"]
             if kind == "rate_limits.updated":
                 self.rate_limit_wait = _exhausted_wait(event)
             elif kind == "error":
                 raise error_failure(event.get("error") or {}, self.rate_limit_wait)
             elif kind == "response.done":
-                return reader.done(event.get("response") or {})
+                answer = reader.done(event.get("response") or {})
+                self.answered += 1
+                return answer
             else:
                 reader.read(kind, event)
+            event = await self._next_event()
 
     async def close(self) -> None:
         try:
