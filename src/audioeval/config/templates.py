@@ -22,6 +22,12 @@ import numpy as np
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from audioeval.config.task import TaskConfig, read_text_file
+from audioeval.config.template_bounds import (
+    BoundedSandbox,
+    TemplateBoundError,
+    evaluate_bounded,
+    render_bounded,
+)
 from audioeval.errors import ConfigError
 from audioeval.types import AudioClip, AudioPart, Message, Role, TextPart
 
@@ -85,9 +91,10 @@ def template_view(obj: Any, handles: dict[int, AudioClip] | None = None, where: 
 
 def make_environment(search_dirs: list[Path]) -> ImmutableSandboxedEnvironment:
     """The one Jinja environment of task and judge templates: sandboxed (no attribute starting with `_`, no
-    unsafe callables), immutable (no list/dict methods that modify) and strict about undefined names."""
+    unsafe callables), immutable (no list/dict methods that modify), bounded in the memory and time a render
+    may take (template_bounds.py) and strict about undefined names."""
     unique = list(dict.fromkeys(str(d) for d in search_dirs))
-    return ImmutableSandboxedEnvironment(
+    return BoundedSandbox(
         loader=jinja2.FileSystemLoader(unique),
         undefined=jinja2.StrictUndefined,
         autoescape=False,
@@ -122,6 +129,13 @@ def compile_file(env: ImmutableSandboxedEnvironment, path: Path) -> jinja2.Templ
     """Compile a template so that errors and tracebacks carry its real file name."""
     code = env.compile(read_text_file(path, "template"), name=path.name, filename=str(path))
     return env.template_class.from_code(env, code, env.make_globals(None), None)
+
+
+def render_failure(err: BaseException) -> str:
+    """What went wrong in a render, for the error line: a bound says what the template tried."""
+    if isinstance(err, TemplateBoundError):
+        return f"the template went past a rendering bound: {err}"
+    return f"{type(err).__name__}: {err}"
 
 
 def template_error_location(err: BaseException, fallback: str) -> str:
@@ -248,21 +262,20 @@ class PromptRenderer:
     def _render(self, role: str, context: dict[str, Any]) -> str:
         template = self.templates[role]
         try:
-            return template.render(**context)
+            return render_bounded(template, context)
         except Exception as err:  # noqa: BLE001 - any template failure is reported with its location
             where = template_error_location(err, str(self.task.templates[role]))
             raise ConfigError(
-                f"{where}: error rendering templates.{role} of task {self.task.name!r}: "
-                f"{type(err).__name__}: {err}"
+                f"{where}: error rendering templates.{role} of task {self.task.name!r}: {render_failure(err)}"
             ) from err
 
     def render_target(self, episode: dict[str, Any], k: int) -> str:
         context, _ = self._context(episode, k)
         try:
-            return self.target_template.render(**context).strip()
+            return render_bounded(self.target_template, context).strip()
         except Exception as err:  # noqa: BLE001
             raise ConfigError(
-                f"{self.task.path}: error rendering `target` of task {self.task.name!r}: {err}"
+                f"{self.task.path}: error rendering `target` of task {self.task.name!r}: {render_failure(err)}"
             ) from err
 
     def label_space(self, episode: dict[str, Any], k: int) -> tuple[str, ...] | None:
@@ -273,9 +286,11 @@ class PromptRenderer:
         context, _ = self._context(episode, k)
         try:
             assert self.label_space_expr is not None  # set whenever label_space is an expression
-            value = self.label_space_expr(**context)
+            value = evaluate_bounded(self.label_space_expr, context)
         except Exception as err:  # noqa: BLE001
-            raise ConfigError(f"{self.task.path}: error evaluating `label_space`: {err}") from err
+            raise ConfigError(
+                f"{self.task.path}: error evaluating `label_space`: {render_failure(err)}"
+            ) from err
         if not isinstance(value, list | tuple) or not value:
             raise ConfigError(
                 f"{self.task.path}: `label_space` must evaluate to a non-empty list, got {value!r}."

@@ -32,7 +32,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from audioeval.config.judge_roles import JudgeRole
-from audioeval.config.templates import split_turns, template_view, turn_marker
+from audioeval.config.template_bounds import evaluate_bounded, render_bounded
+from audioeval.config.templates import (
+    render_failure,
+    split_turns,
+    template_error_location,
+    template_view,
+    turn_marker,
+)
 from audioeval.config.verdicts import OutOfRange
 from audioeval.errors import ConfigError, UsageError
 from audioeval.models.api.client import EndpointDown
@@ -181,9 +188,11 @@ class JudgePanel:
         if role.when is None:
             return True
         try:
-            return bool(role.when(**context))
+            return bool(evaluate_bounded(role.when, context))
         except Exception as err:  # noqa: BLE001
-            raise ConfigError(f"judge role {role.name!r}: its `when` condition failed: {err}") from err
+            raise ConfigError(
+                f"judge role {role.name!r}: its `when` condition failed: {render_failure(err)}"
+            ) from err
 
     def _context(self, request: Request, sample: SampleToScore) -> dict[str, Any]:
         episode = request.info.get("episode") or {}
@@ -200,10 +209,11 @@ class JudgePanel:
 
     def _render(self, role: JudgeRole, context: dict[str, Any]) -> tuple[Message, ...]:
         try:
-            text = role.template.render(**context, turn=turn_marker)
+            text = render_bounded(role.template, {**context, "turn": turn_marker})
         except Exception as err:  # noqa: BLE001
+            where = template_error_location(err, str(role.template_path))
             raise ConfigError(
-                f"{role.template_path}: error rendering judge role {role.name!r}: {err}"
+                f"{where}: error rendering judge role {role.name!r}: {render_failure(err)}"
             ) from err
         turns = split_turns(text, str(role.template_path))
         return tuple(Message(role=r, parts=(TextPart(body.strip()),)) for r, body in turns)

@@ -1,0 +1,202 @@
+"""A template cannot exhaust memory or time: every growing operation is refused before it allocates, with a
+ConfigError naming the template file and line and saying what the template tried; templates inside the bounds
+render exactly as plain Jinja renders them."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from audioeval.config import template_bounds
+from audioeval.config.task import load_task_config
+from audioeval.config.templates import PromptRenderer
+from audioeval.errors import ConfigError
+from audioeval.types import AudioClip
+from tests.conftest import TOY, run_cli_subprocess
+
+
+def _episode() -> dict:
+    clip = {"role": "x", "label": "high", "audio": AudioClip.from_array(np.zeros(160), 16000)}
+    return {"id": "e0", "index": 0, "context": [], "demos": [], "query": {"clips": [clip], "label": "high"}}
+
+
+def _renderer(tmp_path: Path, query: str) -> PromptRenderer:
+    (tmp_path / "q.jinja").write_text("{{ audio(query.clips[0]) }}\n" + query)
+    (tmp_path / "t.yaml").write_text(
+        "task: t\nbuilder: ./b.py\ntemplates: {query: q.jinja}\ntarget: '{{ query.label }}'\nmetrics: [m]\n"
+    )
+    return PromptRenderer(load_task_config(tmp_path / "t.yaml"))
+
+
+def _text(renderer: PromptRenderer) -> str:
+    (message,) = renderer.render(_episode(), 0)
+    return "".join(getattr(p, "text", "") for p in message.parts).strip()
+
+
+def test_the_issue_template_ends_quickly_with_one_clear_line(tmp_path):
+    """`{{ '%s' % 'x' * 1000000000 }}` from a task folder given with --include_path: exit 2 and one line that
+    names the template file and line and what it tried (it used to run until killed, exhausting memory)."""
+    task_dir = tmp_path / "hostile_task"
+    shutil.copytree(TOY, task_dir)
+    (task_dir / "query.jinja").write_text("{{ audio(query.clips[0]) }}\n{{ '%s' % 'x' * 1000000000 }}\n")
+    proc = run_cli_subprocess(
+        [
+            "--tasks",
+            "toy_tones",
+            "--include_path",
+            str(task_dir),
+            "--limit",
+            "2",
+            "--no_cache",
+            "--no_progress",
+        ],
+        timeout=120,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    error_lines = [line for line in proc.stderr.splitlines() if "error:" in line]
+    assert len(error_lines) == 1, proc.stderr
+    assert f"{task_dir / 'query.jinja'}:2" in error_lines[0]
+    assert "`'x' * 1000000000` would make a string of 1,000,000,000 characters" in error_lines[0]
+
+
+PAST_THE_BOUNDS = {
+    "str * int": ("{{ 'x' * 1000000000 }}", "1,000,000,000 characters"),
+    "int * str": ("{{ 1000000000 * 'ab' }}", "2,000,000,000 characters"),
+    "list * int": ("{{ [0] * 1000000 }}", "1,000,000 items"),
+    "str % width": ("{{ '%1000000000s' % 'x' }}", "characters"),
+    "str % star width": ("{{ '%*d' % (1000000000, 1) }}", "characters"),
+    "int ** int": ("{{ 3 ** 1000000 }}", "bits"),
+    "int * int": ("{% set a = 2 ** 40000 %}{{ a * a }}", "bits"),
+    "str + str": ("{% set s = 'x' * 600000 %}{{ s + s }}", "1,200,000 characters"),
+    "list + list": ("{% set l = [0] * 60000 %}{{ (l + l)|length }}", "120,000 items"),
+    "tilde": ("{% set s = 'x' * 600000 %}{{ s ~ s }}", "`~`"),
+    "str.center": ("{{ 'x'.center(1000000000) }}", "str.center()"),
+    "str.ljust": ("{{ 'x'.ljust(1000000000) }}", "str.ljust()"),
+    "str.zfill": ("{{ '1'.zfill(1000000000) }}", "str.zfill()"),
+    "str.replace": ("{{ ('x' * 1000).replace('x', 'y' * 10000) }}", "str.replace()"),
+    "str.join": ("{% set s = 'x' * 600000 %}{{ '-'.join([s, s]) }}", "str.join()"),
+    "str.format width": ("{{ '{:>1000000000}'.format('x') }}", "str.format"),
+    "str.format nested width": ("{{ '{:{w}}'.format('x', w=1000000000) }}", "str.format"),
+    "str.format_map": ("{{ '{a:>1000000000}'.format_map({'a': 1}) }}", "str.format"),
+    "str.expandtabs": ("{{ ('\\t' * 1000).expandtabs(100000) }}", "str.expandtabs()"),
+    "join filter": ("{% set s = 'x' * 600000 %}{{ [s, s]|join }}", "join"),
+    "join of references": ("{% set s = 'x' * 100000 %}{{ ([s] * 100000)|join }}", "join"),
+    "center filter": ("{{ 'x'|center(1000000000) }}", "center("),
+    "indent filter": ("{{ ('a\\n' * 400000)|indent(100) }}", "indent("),
+    "wordwrap filter": ("{{ 'a b c'|wordwrap(1, wrapstring='x' * 500000) }}", "wordwrap("),
+    "replace filter": ("{{ ('x' * 1000)|replace('x', 'y' * 10000) }}", "the replace filter"),
+    "format filter": ("{{ '%1000000000s'|format('x') }}", "the format filter"),
+    "batch filter": ("{{ [1]|batch(1000000000, fill_with=0)|list }}", "batch("),
+    "slice filter": ("{{ []|slice(1000000000)|list }}", "slice("),
+    "sum filter": ("{{ ([[1] * 100000] * 10)|sum(start=[])|length }}", "items"),
+    "list filter": ("{{ ('x' * 1000000)|list|length }}", "the list filter"),
+    "tojson filter": ("{{ ('x' * 1000000)|tojson }}", "the tojson filter"),
+    "range": ("{{ range(1000000000)|length }}", "range(1000000000)"),
+    "writing a huge structure": ("{% set s = 'x' * 100000 %}{{ [s] * 100 }}", "writing out a list"),
+    "a block set": (
+        "{% set s = 'x' * 600000 %}{% set b %}{{ s }}{{ s }}{% endset %}{{ b|length }}",
+        "the text of a block or macro",
+    ),
+    "nested loops": (
+        "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+        "loop",
+    ),
+    "branching recursion": (
+        "{% macro f(n) %}{% if n %}{{ f(n - 1) }}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(40) }}",
+        "calls",
+    ),
+    "many creations": (
+        "{% set ns = namespace(l=[]) %}{% for i in range(20000) %}{% set ns.l = ns.l + [i] %}{% endfor %}",
+        "in all",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(PAST_THE_BOUNDS))
+def test_each_growing_operation_is_refused_with_file_and_line(tmp_path, monkeypatch, name):
+    # fewer steps than the real 1,000,000 keep the loop cases quick and ahead of the time limit
+    monkeypatch.setattr(template_bounds, "MAX_STEPS", 10_000)
+    source, what = PAST_THE_BOUNDS[name]
+    renderer = _renderer(tmp_path, source)
+    with pytest.raises(ConfigError) as caught:
+        renderer.render(_episode(), 0)
+    message = str(caught.value)
+    assert f"{tmp_path / 'q.jinja'}:2:" in message
+    assert "rendering bound" in message
+    assert what in message
+
+
+def test_lipsum_is_gone(tmp_path):
+    with pytest.raises(ConfigError, match=r"q\.jinja:2.*'lipsum' is undefined"):
+        _renderer(tmp_path, "{{ lipsum(1000000000) }}").render(_episode(), 0)
+
+
+def test_the_output_bound_names_the_line_that_passed_it(tmp_path):
+    renderer = _renderer(tmp_path, "{% set s = 'x' * 400000 %}\n{{ s }}\n{{ s }}\n{{ s }}\n")
+    with pytest.raises(ConfigError, match=r"q\.jinja:5: .*passed 1,000,000 characters"):
+        renderer.render(_episode(), 0)
+
+
+def test_the_time_limit_holds_outside_the_main_thread(tmp_path, monkeypatch):
+    """Judging renders off the main thread, where signal alarms cannot fire: the limit is checked by the
+    template's own operations instead."""
+    monkeypatch.setattr(template_bounds, "TIME_LIMIT_S", 0.0)
+    renderer = _renderer(tmp_path, "{% for i in range(10) %}{{ i }}{% endfor %}")
+    errors: list[BaseException] = []
+
+    def render() -> None:
+        try:
+            renderer.render(_episode(), 0)
+        except BaseException as err:  # noqa: BLE001 - handed to the main thread
+            errors.append(err)
+
+    worker = threading.Thread(target=render)
+    worker.start()
+    worker.join(timeout=60)
+    assert len(errors) == 1 and isinstance(errors[0], ConfigError)
+    assert "rendering took longer than 0 s" in str(errors[0])
+
+
+def test_each_render_gets_its_own_budget(tmp_path):
+    """600,000 loop iterations per render is fine, again and again: the step bound is per render, not per
+    renderer, so a long run never trips it."""
+    renderer = _renderer(
+        tmp_path, "{% for i in range(1000) %}{% for j in range(600) %}{% endfor %}{% endfor %}ok"
+    )
+    for _ in range(3):
+        assert _text(renderer) == "ok"
+
+
+WITHIN_THE_BOUNDS = {
+    "{{ 'ab' * 3 }}": "ababab",
+    "{{ 3 * 'ab' }}": "ababab",
+    "{{ ([1, 2] * 2)|join(',') }}": "1,2,1,2",
+    "{{ '%05d|%-4s|%.2f' % (42, 'x', 3.14159) }}": "00042|x   |3.14",
+    "{{ '%(a)s-%(b)s' % {'a': 1, 'b': 2} }}": "1-2",
+    "{{ '{:>6}|{:^5}|{:.3f}'.format('x', 'y', 2.5) }}": "     x|  y  |2.500",
+    "{{ '{a}{b}'.format_map({'a': 1, 'b': 2}) }}": "12",
+    "{{ 2 ** 10 }} {{ 2 ** -1 }} {{ 7 + 8 }}": "1024 0.5 15",
+    "{{ 'a' ~ 1 ~ [2] }}": "a1[2]",
+    "{{ 'x'.center(5, '*') }}{{ '7'.zfill(3) }}": "**x**007",
+    "{{ 'a-b'.replace('-', '+') }}{{ 'a-b'|replace('-', '=') }}": "a+ba=b",
+    "{{ 'a\nb'|indent(2, first=True) }}": "  a\n  b",
+    "{{ 'aaa bbb'|wordwrap(3) }}": "aaa\nbbb",
+    "{{ [1, 2, 3]|batch(2)|list }}": "[[1, 2], [3]]",
+    "{{ [[1], [2]]|sum(start=[]) }}": "[1, 2]",
+    "{{ range(3)|list }}": "[0, 1, 2]",
+    "{{ '%s'|format('z') }}": "z",
+    "{% for x in 'ab' %}{{ loop.index }}/{{ loop.length }}{% endfor %}": "1/22/2",
+    "{% set b %}{{ 'x' * 3 }}{% endset %}{{ b }}": "xxx",
+    "{{ {'k': 'v'}|tojson }}": '{"k": "v"}',
+    "{{ ', '.join(['a', 'b']) }}": "a, b",
+}
+
+
+@pytest.mark.parametrize("source", list(WITHIN_THE_BOUNDS))
+def test_templates_within_the_bounds_render_as_plain_jinja(tmp_path, source):
+    assert _text(_renderer(tmp_path, "<" + source + ">")) == "<" + WITHIN_THE_BOUNDS[source] + ">"
