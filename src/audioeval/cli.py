@@ -161,6 +161,31 @@ def check_run_args(args: argparse.Namespace) -> None:
         raise UsageError(
             f"--bootstrap_iters must be 0 (no confidence intervals) or more resamples, got {args.bootstrap_iters}."
         )
+    check_seed(args.seed)
+    check_judge_counts(args.judge, args.judge_args)
+
+
+SEED_MAX = 2**32 - 1  # what every seeded library takes (numpy's legacy RandomState, torch, random)
+
+
+def check_seed(seed: int) -> None:
+    if not 0 <= seed <= SEED_MAX:
+        raise UsageError(f"--seed must be an integer from 0 to {SEED_MAX} (2**32-1), got {seed}.")
+
+
+def check_judge_counts(judge_flags: list[str], judge_args: list[str]) -> None:
+    """--judge_args pairs with --judge: one per judge, or one shared by all of them."""
+    judges = [j for spec in judge_flags for j in spec.split(",") if j.strip()]
+    if judge_args and not judges:
+        raise UsageError(
+            "--judge_args given without --judge: name the judge backend(s) with --judge, e.g. "
+            "--judge openai --judge_args model=gpt-4o-mini."
+        )
+    if len(judge_args) not in (0, 1, len(judges)):
+        raise UsageError(
+            f"--judge_args given {len(judge_args)} times for {len(judges)} judge(s): give one per --judge, "
+            "in the same order, or one shared by all."
+        )
 
 
 def _listing(args: argparse.Namespace) -> str | None:

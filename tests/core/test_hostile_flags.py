@@ -1,0 +1,59 @@
+"""Flags wrong whatever the tasks end in one line naming the flag and its allowed values, exit 2, before the
+run's modules are even imported (they used to end in numpy's and zip()'s tracebacks)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import TOY, run_cli
+
+RUN = ["--tasks", "toy_tones", "--include_path", str(TOY), "--no_cache", "--no_progress", "--limit", "1"]
+
+
+@pytest.mark.parametrize("seed", ["-1", "4294967296", str(2**70)])
+def test_a_seed_out_of_range_states_the_range(seed):
+    code, _, err = run_cli([*RUN, "--seed", seed])
+    assert code == 2
+    assert (
+        err.strip()
+        == f"audioeval: error: --seed must be an integer from 0 to 4294967295 (2**32-1), got {seed}."
+    )
+
+
+def test_the_largest_seed_runs(tmp_path):
+    code, out, err = run_cli([*RUN, "--seed", "4294967295", "--output_path", str(tmp_path)])
+    assert code == 0, err
+    assert "toy_tones" in out
+
+
+def test_judge_args_without_judge():
+    code, _, err = run_cli([*RUN, "--judge_args", "model=x"])
+    assert code == 2
+    assert "--judge_args given without --judge" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("judges", "judge_args"),
+    [(["a"], ["x=1", "y=2"]), (["a,b,c"], ["x=1", "y=2"]), (["a", "b"], ["x=1", "y=2", "z=3"])],
+)
+def test_judge_args_counts_that_match_no_judge_list(judges, judge_args):
+    flags = [f for j in judges for f in ("--judge", j)] + [f for a in judge_args for f in ("--judge_args", a)]
+    code, _, err = run_cli([*RUN, *flags])
+    assert code == 2
+    assert f"--judge_args given {len(judge_args)} times for" in err
+    assert "give one per --judge" in err
+
+
+@pytest.mark.parametrize("flags", [["--seed", "-1"], ["--judge_args", "model=x"]])
+def test_checked_before_the_run_modules_load(flags):
+    code = (
+        "import sys\nfrom audioeval.cli import main\n"
+        f"rc = main({[*RUN, *flags]!r})\n"
+        "print(rc, 'audioeval.run.conductor' in sys.modules, 'numpy' in sys.modules)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.stdout.split() == ["2", "False", "False"], proc.stderr
