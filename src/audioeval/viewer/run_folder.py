@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from audioeval.errors import DataError, UsageError
-from audioeval.viewer.samples import summarise
+from audioeval.viewer.samples import json_kind, record_problem, summarise
 
 RESULTS = "results.json"
 # Left in the folder while a run is in progress and by a run that did not finish (killed, interrupted, failed).
@@ -40,6 +40,7 @@ class SampleKey:
 class _Where:
     path: Path
     offset: int
+    line: int
 
 
 class RunFolder:
@@ -51,6 +52,7 @@ class RunFolder:
         self.incomplete = incomplete
         self.summaries: list[dict[str, Any]] = []
         self._where: dict[SampleKey, _Where] = {}
+        self._episodes_of: dict[str, set[int]] = {}
 
     # --- opening ----------------------------------------------------------------------------------------
     @classmethod
@@ -68,6 +70,9 @@ class RunFolder:
         sample_files = _sample_files(folder)
         if not results_path.is_file() and not marker.is_file():
             raise UsageError(_not_a_run_message(folder))
+        for path in [results_path, *(p for files in sample_files.values() for p in files)]:
+            if path.is_file():
+                _refuse_links_out(folder, path)
         results = _read_results(results_path) if results_path.is_file() else None
         incomplete = (
             marker.read_text(encoding="utf-8", errors="replace").strip() if marker.is_file() else None
@@ -98,9 +103,10 @@ class RunFolder:
                             f"{path}:{number}: not a sample record ({type(err).__name__}: {err}). Sample logs hold "
                             "one JSON object per line with task, episode and shots."
                         ) from err
+                    _check_record(record, path, number)
                     if key in self._where:
                         continue
-                    self._where[key] = _Where(path, start)
+                    self._where[key] = _Where(path, start, number)
                     self.summaries.append(summarise(record))
 
     def keep(self, wanted: Callable[[dict[str, Any]], bool]) -> None:
@@ -108,6 +114,7 @@ class RunFolder:
         self.summaries = [s for s in self.summaries if wanted(s)]
         kept = {SampleKey(s["task"], s["episode"], s["k"]) for s in self.summaries}
         self._where = {key: where for key, where in self._where.items() if key in kept}
+        self._episodes_of.clear()
         self.__dict__.pop("tasks", None)
 
     # --- what the pages need ----------------------------------------------------------------------------
@@ -140,13 +147,28 @@ class RunFolder:
     def task_config(self, task: str) -> dict[str, Any] | None:
         return ((self.results or {}).get("configs") or {}).get(task)
 
+    def logged(self, task: str, episode: int) -> bool:
+        """Whether the sample logs hold some k of this episode."""
+        return episode in self._episodes_of.setdefault(
+            task, {k.episode for k in self._where if k.task == task}
+        )
+
     def record(self, key: SampleKey) -> dict[str, Any] | None:
         where = self._where.get(key)
         if where is None:
             return None
         with where.path.open("rb") as fh:
             fh.seek(where.offset)
-            return json.loads(fh.readline())
+            line = fh.readline()
+        try:
+            record = json.loads(line)
+        except ValueError as err:
+            raise DataError(
+                f"{where.path}:{where.line}: the sample log changed since the viewer opened it ({err}). Restart "
+                "`audioeval view` to read it again."
+            ) from err
+        _check_record(record, where.path, where.line)
+        return record
 
     def spoken_file(self, sha256: str) -> Path | None:
         """A spoken answer's audio, `spoken/<sha256>.wav` in the run folder; None when it is not there."""
@@ -169,13 +191,9 @@ class RunFolder:
         if not name.lower().endswith(SERVABLE_SUFFIXES) or name.startswith("samples_"):
             return None
         path = self.path / name
-        try:
-            resolved = path.resolve(strict=True)
-        except (OSError, RuntimeError):
+        if not inside(self.path, path) or not path.is_file():
             return None
-        if resolved.parent != self.path or not resolved.is_file():
-            return None
-        return resolved
+        return path.resolve()
 
     def report_files(self) -> list[Path]:
         """The files the run's reports wrote (as listed in results.json), that are still in the folder."""
@@ -185,6 +203,15 @@ class RunFolder:
             if path is not None and path not in out:
                 out.append(path)
         return out
+
+
+def _check_record(record: Any, path: Path, line: int) -> None:
+    problem = record_problem(record)
+    if problem is not None:
+        raise DataError(
+            f"{path}:{line}: {problem}; the sample log is damaged or not written by audioeval. Rerun the command "
+            "with --log_samples to write it again (answers come from the response cache)."
+        )
 
 
 def _sample_files(folder: Path) -> dict[str, list[Path]]:
@@ -205,7 +232,45 @@ def _read_results(path: Path) -> dict[str, Any]:
         raise DataError(f"{path}:{err.lineno}: not valid JSON ({err.msg}).") from err
     if not isinstance(data, dict) or "results" not in data:
         raise DataError(f"{path}: not an audioeval results file (no `results` key).")
+    for key, kind in _RESULTS_SHAPE.items():
+        value = data.get(key)
+        if value is not None and not isinstance(value, kind):
+            raise DataError(
+                f"{path}: `{key}` is {json_kind(value)}, not {json_kind(kind())}: the file is damaged or not written by "
+                "audioeval. Rerun the command that made it (answers come from the response cache)."
+            )
+    for task, entry in (data.get("configs") or {}).items():
+        if not isinstance(entry, dict) or not isinstance(entry.get("config", {}), dict):
+            raise DataError(f"{path}: `configs.{task}` is damaged (not an object with a `config` object).")
     return data
+
+
+# The fields of results.json the viewer reads, and what each must be.
+_RESULTS_SHAPE: dict[str, type] = {
+    "results": dict,
+    "groups": dict,
+    "configs": dict,
+    "model": dict,
+    "timing": dict,
+    "versions": dict,
+    "reports": list,
+}
+
+
+def inside(folder: Path, path: Path) -> bool:
+    """Whether `path`, links followed, is in `folder` itself (a link in a run folder may lead anywhere)."""
+    try:
+        return path.resolve(strict=True).parent == folder
+    except (OSError, RuntimeError):
+        return False
+
+
+def _refuse_links_out(folder: Path, path: Path) -> None:
+    if not inside(folder, path):
+        raise DataError(
+            f"{path}: a link leading out of the run folder ({path.resolve()}). The viewer reads only the files of "
+            "the run folder itself; copy the file in if it belongs to the run."
+        )
 
 
 def _not_a_run_message(folder: Path) -> str:

@@ -95,6 +95,48 @@ def flat_facts(metadata: Any, prefix: str = "", depth: int = 0) -> dict[str, Any
     return out
 
 
+# The fields whose shape the pages rely on, and what each must be when present.
+_RECORD_SHAPE: dict[str, tuple[type, ...]] = {
+    "task": (str,),
+    "messages": (list,),
+    "scores": (dict,),
+    "judgments": (dict,),
+    "gen_kwargs": (dict,),
+}
+
+
+def json_kind(value: Any) -> str:
+    """What a JSON value is, in JSON's words."""
+    if isinstance(value, bool):
+        return "true/false"
+    kinds = {dict: "an object", list: "a list", str: "a string", int: "a number", float: "a number"}
+    return "null" if value is None else kinds.get(type(value), f"a {type(value).__name__}")
+
+
+def record_problem(record: Any) -> str | None:
+    """What is wrong with the shape of a sample record, or None: a record is shown only when every field the
+    pages lay out has the shape audioeval writes (a damaged line is named, never a crash)."""
+    if not isinstance(record, dict):
+        return f"a sample record is a JSON object, not {json_kind(record)}"
+    for key, kinds in _RECORD_SHAPE.items():
+        value = record.get(key)
+        if value is not None and not isinstance(value, kinds):
+            return f"`{key}` is {json_kind(value)}, not {json_kind(kinds[0]())}"
+    for i, message in enumerate(record.get("messages") or []):
+        if not isinstance(message, dict):
+            return f"`messages[{i}]` is {json_kind(message)}, not an object"
+        content = message.get("content")
+        if content is not None and not isinstance(content, list):
+            return f"`messages[{i}].content` is {json_kind(content)}, not a list"
+        for j, part in enumerate(content or []):
+            if not isinstance(part, dict):
+                return f"`messages[{i}].content[{j}]` is {json_kind(part)}, not an object"
+    for role, by_judge in (record.get("judgments") or {}).items():
+        if by_judge is not None and not isinstance(by_judge, dict):
+            return f"`judgments.{role}` is {json_kind(by_judge)}, not an object"
+    return None
+
+
 def summarise(record: dict[str, Any]) -> dict[str, Any]:
     """What the sample list shows and filters on."""
     rows = verdicts(record)

@@ -11,6 +11,7 @@ import errno
 import json
 import logging
 import re
+import sys
 import threading
 from functools import partial
 from http import HTTPStatus
@@ -19,7 +20,7 @@ from importlib import resources
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from audioeval.errors import UsageError
+from audioeval.errors import AudioEvalError, UsageError
 from audioeval.viewer.site import Site
 
 log = logging.getLogger("audioeval")
@@ -86,11 +87,8 @@ class Handler(BaseHTTPRequestHandler):
             return
         try:
             found = self.app.route(segments)
-        except Exception:  # noqa: BLE001 - one bad request must not stop the server
-            log.exception("view: %s failed", self.path)
-            self._send(
-                HTTPStatus.INTERNAL_SERVER_ERROR, b"internal error\n", "text/plain; charset=utf-8", head
-            )
+        except Exception as err:  # noqa: BLE001 - one bad request must not stop the server
+            self._failed(err, self.app.run_folder_of(segments), head)
             return
         if found is None:
             self._not_found(head)
@@ -98,13 +96,37 @@ class Handler(BaseHTTPRequestHandler):
         body, content_type, cacheable = found
         self._send(HTTPStatus.OK, body, content_type, head, cacheable)
 
+    def _failed(self, err: Exception, folder: str | None, head: bool) -> None:
+        """A request that failed: one line in the terminal (a damaged file is named; the traceback only with
+        --verbosity DEBUG) and the same line in the answer."""
+        if isinstance(err, AudioEvalError):
+            message = str(err)
+        else:
+            where = f"{folder}/results.json or its sample logs" if folder else "the run's files"
+            message = f"{type(err).__name__}: {err}; {where} may be damaged"
+        log.warning("view: %s failed: %s", self.path[:200], message)
+        log.debug("view: traceback of %s", self.path[:200], exc_info=err)
+        body = json.dumps({"error": message}).encode("utf-8")
+        self._send(HTTPStatus.INTERNAL_SERVER_ERROR, body, "application/json; charset=utf-8", head)
+
+    def handle(self) -> None:
+        """A browser that goes away mid-answer (a closed tab, a skipped clip) is not an error of the server."""
+        try:
+            super().handle()
+        except _GONE:
+            self.close_connection = True
+
     def _host_allowed(self) -> bool:
         """On a loopback address, only pages from that address may call in (no DNS rebinding)."""
         if self.app.host not in _LOOPBACK:
             return True
-        host = (self.headers.get("Host") or "").strip()
-        name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
-        return name in _LOOPBACK
+        hosts = [(self.headers.get("Host") or "").strip()]
+        authority = urlsplit(
+            self.path
+        ).netloc  # an absolute-form target (`GET http://host/...`) names one too
+        if authority:
+            hosts.append(authority)
+        return all(_host_name(host) in _LOOPBACK for host in hosts)
 
     def _not_found(self, head: bool) -> None:
         self._send(HTTPStatus.NOT_FOUND, b"not found\n", "text/plain; charset=utf-8", head)
@@ -168,6 +190,14 @@ class ViewerApp:
             return self._spoken(*rest)
         return None
 
+    def run_folder_of(self, segments: list[str]) -> str | None:
+        """The run folder a URL is about (/api/run/<i>/..., /audio/<i>/..., /files/<i>/...), if any."""
+        index = segments[2] if segments[:2] == ["api", "run"] and len(segments) > 2 else None
+        if segments and segments[0] in ("audio", "files") and len(segments) > 1:
+            index = segments[1]
+        i = self._run(index) if index is not None else None
+        return str(self.site.runs[i].path) if i is not None else None
+
     def _run(self, text: str) -> int | None:
         if not text.isdigit() or int(text) >= len(self.site.runs):
             return None
@@ -177,8 +207,8 @@ class ViewerApp:
         i, sha = self._run(run), name.removesuffix(".wav")
         if i is None or not episode.isdigit() or not name.endswith(".wav") or not _SHA.match(sha):
             return None
-        if task not in self.site.runs[i].tasks:
-            return None
+        if task not in self.site.runs[i].tasks or not self.site.runs[i].logged(task, int(episode)):
+            return None  # only episodes the run logged are rebuilt: a made-up index costs nothing
         wav = self.site.audio[i].wav(task, int(episode), sha)
         return (wav, "audio/wav", True) if wav is not None else None
 
@@ -196,6 +226,14 @@ class ViewerApp:
         if path is None:
             return None
         return path.read_bytes(), _content_type(name), False
+
+
+def _host_name(host: str) -> str:
+    """`name` of `name:port` (an IPv6 `[::1]:port` keeps its brackets)."""
+    host = host.rsplit("@", 1)[-1]
+    if host.startswith("["):
+        return host[: host.find("]") + 1]
+    return host.rsplit(":", 1)[0]
 
 
 def _content_type(name: str) -> str:
@@ -232,11 +270,23 @@ def _byte_range(header: str, size: int) -> tuple[int, int] | None:
     return (start, end) if start < end <= size else None
 
 
+# what a client that disconnects leaves behind, on any platform
+_GONE = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, TimeoutError)
+
+
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """socketserver prints a traceback for any error of a request; a client gone is not worth one."""
+        if isinstance(sys.exc_info()[1], _GONE):
+            return
+        super().handle_error(request, client_address)
+
+
 class ViewerServer:
     def __init__(self, site: Site, host: str, port: int) -> None:
         app = ViewerApp(site, host)
         try:
-            self.httpd = ThreadingHTTPServer((host, port), partial(Handler, app=app))
+            self.httpd = _QuietServer((host, port), partial(Handler, app=app))
         except OSError as err:
             if err.errno == errno.EADDRINUSE:
                 raise UsageError(

@@ -1,0 +1,356 @@
+"""`audioeval view` against a hostile or careless user: paths that try to step out, links that lead out, huge
+and garbage requests, damaged or forged run files, clients that go away mid-answer, exports onto the wrong
+folder. Each ends in a 404, one clear line naming the file (and line) at fault, or a correct page; never a
+traceback in the terminal, never a file from outside the run folder."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import logging
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from viewer_helpers import api, get, serve
+
+from audioeval.viewer.server import Handler, ViewerServer
+from tests.conftest import run_cli
+
+
+def _copy(run: Path, tmp_path: Path, name: str = "run") -> Path:
+    target = tmp_path / name
+    shutil.copytree(run, target)
+    return target
+
+
+def _edit_record(run: Path, change, line: int = 0, task: str = "toy_tones") -> Path:
+    path = run / f"samples_{task}.jsonl"
+    lines = path.read_text().splitlines()
+    record = json.loads(lines[line])
+    change(record)
+    lines[line] = json.dumps(record)
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _edit_results(run: Path, **fields) -> Path:
+    path = run / "results.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), **fields}))
+    return path
+
+
+class _Lines(logging.Handler):
+    """The audioeval log as the terminal would show it, exceptions included."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@pytest.fixture
+def terminal():
+    handler = _Lines()
+    logger = logging.getLogger("audioeval")
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    yield handler
+    logger.removeHandler(handler)
+    logger.setLevel(level)
+
+
+# --- paths ---------------------------------------------------------------------------------------------------
+
+MORE_TRAVERSALS = [
+    "/files/0/%252e%252e%252fresults.json",  # encoded twice
+    "/files/0/..%c0%afresults.json",  # overlong UTF-8 slash
+    "/files/0/%2e%2e%5c%2e%2e%5cetc%5cpasswd",
+    "/api/run/0/sample/%2e%2e/0/0",
+    "/api/run/0/sample/toy_tones/0/0/../../../../../etc/passwd",
+    "/audio/0/%2Fetc%2Fpasswd/0/" + "0" * 64 + ".wav",
+    "/files/0/" + "%2e%2e%2f" * 40 + "etc/passwd",
+    "/static/%2Fetc%2Fpasswd",
+    "http://evil.example/files/0/results.json",
+]
+
+
+@pytest.mark.parametrize("path", MORE_TRAVERSALS)
+def test_encoded_and_absolute_paths_are_not_found(toy_runs, path):
+    with serve(toy_runs[0]) as server:
+        status, _, body = get(server, path)
+    assert status in (400, 403, 404), (path, status)
+    assert b"root:" not in body and b'"seed"' not in body
+
+
+def test_a_sample_log_linking_out_of_the_run_folder_is_refused(toy_runs, tmp_path):
+    run = _copy(toy_runs[0], tmp_path)
+    outside = tmp_path / "someone_elses.jsonl"
+    shutil.copy(run / "samples_toy_tones.jsonl", outside)
+    (run / "samples_toy_tones.jsonl").unlink()
+    os.symlink(outside, run / "samples_toy_tones.jsonl")
+    code, _, err = run_cli(["view", str(run), "--port", "0"])
+    assert code == 2
+    assert f"{run / 'samples_toy_tones.jsonl'}: a link leading out of the run folder" in err
+    assert "Traceback" not in err
+
+
+def test_results_json_linking_out_of_the_run_folder_is_refused(toy_runs, tmp_path):
+    run = _copy(toy_runs[0], tmp_path)
+    outside = tmp_path / "results_elsewhere.json"
+    shutil.move(run / "results.json", outside)
+    os.symlink(outside, run / "results.json")
+    code, _, err = run_cli(["view", str(run), "--export", str(tmp_path / "site")])
+    assert code == 2 and "results.json: a link leading out of the run folder" in err
+    assert not (tmp_path / "site").exists()
+
+
+def test_a_report_file_linking_out_is_not_served(toy_runs, tmp_path):
+    run = _copy(toy_runs[0], tmp_path)
+    (tmp_path / "secret.md").write_text("SECRET")
+    os.symlink(tmp_path / "secret.md", run / "notes.md")
+    with serve(run) as server:
+        status, _, body = get(server, "/files/0/notes.md")
+    assert status == 404 and b"SECRET" not in body
+
+
+# --- requests ------------------------------------------------------------------------------------------------
+
+
+def test_a_huge_request_line_is_refused_and_the_server_keeps_serving(toy_runs):
+    with serve(toy_runs[0]) as server:
+        status, _, _ = get(server, "/api/runs?" + "x" * 70_000)
+        assert status == 414
+        assert get(server, "/api/runs")[0] == 200
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/runs?%ff%fe=%00&&&==&x=" + "%" * 50,
+        "/api/run/0/samples?limit=-1&offset=99999999999999999999&sort=<script>",
+        "/?" + "a=b&" * 2000,
+    ],
+)
+def test_garbage_query_parameters_change_nothing(toy_runs, path):
+    with serve(toy_runs[0]) as server:
+        status, _, body = get(server, path)
+        plain = get(server, path.split("?")[0])
+    assert status == 200 and body == plain[2]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/run/99999999999999999999999/samples",
+        "/api/run/0/sample/toy_tones/99999999999999999999999/0",
+        "/api/run/0/sample/toy_tones/0/99999999999999999999999",
+        "/files/99999999999999999999999/results.json",
+        "/api/run/0/sample/" + "t" * 5000 + "/0/0",
+    ],
+)
+def test_huge_numbers_and_names_are_not_found(toy_runs, path):
+    with serve(toy_runs[0]) as server:
+        assert get(server, path)[0] == 404
+
+
+def test_audio_of_an_episode_the_run_did_not_log_is_never_rebuilt(toy_runs, monkeypatch):
+    with serve(toy_runs[0]) as server:
+        app_site = server.httpd.RequestHandlerClass.keywords["app"].site  # type: ignore[attr-defined]
+        monkeypatch.setattr(
+            app_site.audio[0], "episode", lambda *a: pytest.fail("an unlogged episode was rebuilt")
+        )
+        status, _, _ = get(server, "/audio/0/toy_tones/123456789012345678901234567890/" + "0" * 64 + ".wav")
+    assert status == 404
+
+
+# --- damaged or forged files ---------------------------------------------------------------------------------
+
+DAMAGED_RECORDS = {
+    "messages is a number": (lambda r: r.__setitem__("messages", 7), "`messages` is a number, not a list"),
+    "a message is a number": (lambda r: r.__setitem__("messages", [1]), "`messages[0]` is a number"),
+    "content is a number": (
+        lambda r: r["messages"][0].__setitem__("content", 7),
+        "`messages[0].content` is a number",
+    ),
+    "a part is a string": (
+        lambda r: r["messages"][0].__setitem__("content", ["x"]),
+        "`messages[0].content[0]` is a string",
+    ),
+    "scores is a number": (lambda r: r.__setitem__("scores", 7), "`scores` is a number, not an object"),
+    "judgments is a list": (lambda r: r.__setitem__("judgments", [1]), "`judgments` is a list"),
+}
+
+
+@pytest.mark.parametrize("name", list(DAMAGED_RECORDS))
+def test_a_damaged_sample_line_is_named_with_file_and_line(toy_runs, tmp_path, name):
+    change, problem = DAMAGED_RECORDS[name]
+    run = _copy(toy_runs[0], tmp_path)
+    path = _edit_record(run, change, line=2)
+    code, _, err = run_cli(["view", str(run), "--port", "0"])
+    assert code == 2 and "Traceback" not in err
+    assert f"{path}:3: {problem}" in err
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "says"),
+    [
+        ("configs", 7, "`configs` is a number, not an object"),
+        ("model", "x", "`model` is a string, not an object"),
+        ("results", [], "`results` is a list, not an object"),
+        ("reports", 5, "`reports` is a number, not a list"),
+        ("configs", {"toy_tones": 3}, "`configs.toy_tones` is damaged"),
+    ],
+)
+def test_a_damaged_results_json_field_is_named(toy_runs, tmp_path, field, value, says):
+    run = _copy(toy_runs[0], tmp_path)
+    path = _edit_results(run, **{field: value})
+    code, _, err = run_cli(["view", str(run), "--port", "0"])
+    assert code == 2 and "Traceback" not in err
+    assert f"{path}: {says}" in err
+
+
+def test_a_sample_log_changed_after_opening_is_one_line_not_a_traceback(toy_runs, tmp_path, terminal):
+    run = _copy(toy_runs[0], tmp_path)
+    with serve(run) as server:
+        first = api(server, "run/0/samples")["samples"][0]["id"]
+        (run / "samples_toy_tones.jsonl").write_text("garbage\n" * 50)
+        status, _, body = get(server, f"/api/run/0/sample/{first}")
+    assert status == 500
+    assert (
+        "samples_toy_tones.jsonl:1: the sample log changed since the viewer opened it"
+        in json.loads(body)["error"]
+    )
+    warnings = [r for r in terminal.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and warnings[0].exc_info is None
+
+
+def test_damage_deeper_in_results_json_is_one_line_naming_the_run(toy_runs, tmp_path, terminal):
+    run = _copy(toy_runs[0], tmp_path)
+    results = json.loads((run / "results.json").read_text())
+    results["configs"]["toy_tones"]["config"]["parameters"] = 7
+    (run / "results.json").write_text(json.dumps(results))
+    with serve(run) as server:
+        status, _, body = get(server, "/api/run/0/overview")
+        assert get(server, "/api/run/0/samples")[0] == 200  # the rest of the run still shows
+    assert status == 500
+    assert f"{run}/results.json or its sample logs may be damaged" in json.loads(body)["error"]
+    warnings = [r for r in terminal.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and warnings[0].exc_info is None
+    assert "/api/run/0/overview failed" in warnings[0].getMessage()
+
+
+def test_a_forged_sha256_is_never_served(toy_runs, tmp_path):
+    run = _copy(toy_runs[0], tmp_path)
+    forged = "f" * 64
+
+    def forge(record):
+        for message in record["messages"]:
+            for part in message["content"]:
+                if part["type"] == "audio":
+                    part["sha256"] = forged
+
+    _edit_record(run, forge, line=0)
+    with serve(run) as server:
+        sample = api(server, "run/0/samples")["samples"][0]
+        detail = api(server, f"run/0/sample/{sample['id']}")
+        audio = [p for m in detail["messages"] for p in m["parts"] if p["type"] == "audio"]
+        assert audio and all(p["status"] == "differs" and p["url"] is None for p in audio)
+        episode = sample["episode"]
+        assert get(server, f"/audio/0/toy_tones/{episode}/{forged}.wav")[0] == 404
+
+
+def test_a_sha256_that_is_a_path_is_shown_as_differing(toy_runs, tmp_path):
+    run = _copy(toy_runs[0], tmp_path)
+
+    def forge(record):
+        for message in record["messages"]:
+            for part in message["content"]:
+                if part["type"] == "audio":
+                    part["sha256"] = "../../../../etc/passwd"
+
+    _edit_record(run, forge, line=0)
+    with serve(run) as server:
+        sample = api(server, "run/0/samples")["samples"][0]
+        detail = api(server, f"run/0/sample/{sample['id']}")
+    audio = [p for m in detail["messages"] for p in m["parts"] if p["type"] == "audio"]
+    assert audio and all(p["status"] == "differs" and p["url"] is None for p in audio)
+
+
+# --- clients that go away ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("gone", [BrokenPipeError, ConnectionResetError])
+def test_a_client_that_disconnects_mid_answer_leaves_no_traceback(toy_runs, capfd, monkeypatch, gone):
+    sent = Handler._send
+
+    def break_off(self, status, body, *args, **kwargs):
+        if self.path.startswith("/api/run/0/samples"):
+            raise gone(32, "the client went away")
+        return sent(self, status, body, *args, **kwargs)
+
+    monkeypatch.setattr(Handler, "_send", break_off)
+    with serve(toy_runs[0]) as server:
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+        conn.request("GET", "/api/run/0/samples")
+        with pytest.raises((http.client.HTTPException, ConnectionError)):
+            conn.getresponse().read()
+        conn.close()
+        assert get(server, "/api/runs")[0] == 200  # and it keeps serving
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "Exception occurred" not in err
+
+
+def test_a_client_that_closes_the_socket_at_once_leaves_no_traceback(toy_runs, capfd):
+    import socket
+    import struct
+
+    with serve(toy_runs[0]) as server:
+        for _ in range(20):
+            sock = socket.create_connection(("127.0.0.1", server.port))
+            sock.sendall(f"GET /api/run/0/samples HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n\r\n".encode())
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # reset, not FIN
+            sock.close()
+        assert get(server, "/api/runs")[0] == 200
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "Exception occurred" not in err
+
+
+# --- export and binding --------------------------------------------------------------------------------------
+
+
+def test_export_onto_a_folder_with_other_files_is_refused_and_leaves_them(toy_runs, tmp_path):
+    target = tmp_path / "mine"
+    target.mkdir()
+    (target / "thesis.tex").write_text("precious")
+    code, _, err = run_cli(["view", str(toy_runs[0]), "--export", str(target)])
+    assert code == 2 and "the folder is not empty and holds no earlier export" in err
+    assert sorted(p.name for p in target.iterdir()) == ["thesis.tex"]
+
+
+def test_export_onto_a_file_is_refused(toy_runs, tmp_path):
+    target = tmp_path / "a_file"
+    target.write_text("x")
+    code, _, err = run_cli(["view", str(toy_runs[0]), "--export", str(target)])
+    assert code == 2 and "exists and is not a folder" in err and target.read_text() == "x"
+
+
+def test_export_of_a_damaged_log_names_the_line_instead_of_a_type_error(toy_runs, tmp_path):
+    run = _copy(toy_runs[0], tmp_path)
+    path = _edit_record(run, lambda r: r.__setitem__("messages", 7), line=1)
+    code, _, err = run_cli(["view", str(run), "--export", str(tmp_path / "site")])
+    assert code == 2 and "TypeError" not in err
+    assert f"{path}:2: `messages` is a number, not a list" in err
+
+
+def test_serving_beyond_this_machine_needs_host_and_says_so(toy_runs, monkeypatch):
+    monkeypatch.setattr(ViewerServer, "serve_forever", lambda self: None)
+    code, out, err = run_cli(["view", str(toy_runs[0]), "--port", "0"])
+    assert code == 0 and "at http://127.0.0.1:" in out and "anyone who can reach" not in err
+    code, out, err = run_cli(["view", str(toy_runs[0]), "--port", "0", "--host", "0.0.0.0"])
+    assert code == 0 and "at http://0.0.0.0:" in out
+    assert "serving on 0.0.0.0: anyone who can reach this address can read these runs" in err
