@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
+from typing import Any
 
 import numpy as np
 from scipy.cluster.hierarchy import fcluster, linkage
@@ -28,7 +29,7 @@ from scipy.spatial.distance import squareform
 
 from audioeval.benchmarks.audioicl_bench.baselines.dsp_oracle.method import Method, Prediction
 from audioeval.benchmarks.audioicl_bench.baselines.dsp_oracle.signal import (
-    dtw_distance,
+    dtw_distances,
     islands,
     max_normalized_correlation,
     mfcc_frames,
@@ -96,48 +97,77 @@ def digit_spans(clip: ShownClip, sounds: list[tuple[int, int, int]]) -> list[tup
 Item = tuple[tuple[int, ...], tuple[int, ...]]  # (digit cluster per position, operator sound per slot)
 
 
-class _Search:
-    """Depth-first search over digit assignments for one meaning of the operator sounds."""
+class _Assignments:
+    """Every digit assignment the search has kept so far, one row each in depth-first order: column c holds
+    the digit of cluster c (-1 while unassigned). All rows assign the same clusters, so they extend alike."""
 
-    def __init__(
-        self, demos: list[tuple[Item, int]], query: Item, meaning: tuple[str, ...], budget: list[int]
-    ):
-        self.demos, self.query, self.meaning, self.budget = demos, query, meaning, budget
-        self.votes: Counter = Counter()
+    def __init__(self, n_clusters: int) -> None:
+        self.rows = np.full((1, n_clusters), -1, dtype=np.int64)
+        self.assigned: list[int] = []
 
-    def value(self, assign: dict[int, int], item: Item) -> int:
-        self.budget[0] -= 1
-        if self.budget[0] < 0:
+    def extensions(self, clusters: tuple[int, ...]) -> tuple[list[int], np.ndarray]:
+        """The clusters of `clusters` not yet assigned (first appearance first) and the permutations of the
+        unused digits over them, in the order itertools.permutations gives them."""
+        free = [c for c in dict.fromkeys(clusters) if c not in self.assigned]
+        unused = len(DIGITS) - len(self.assigned)
+        perms = np.array(list(itertools.permutations(range(unused), len(free))), dtype=np.int64)
+        return free, perms.reshape(len(perms), len(free))
+
+    def extend(self, free: list[int], perms: np.ndarray) -> np.ndarray:
+        """Each row followed by its extensions (row-major: the depth-first order of the scalar search)."""
+        used = np.zeros((len(self.rows), len(DIGITS)), dtype=bool)
+        if self.assigned:
+            np.put_along_axis(used, self.rows[:, self.assigned], True, axis=1)
+        unused = np.argsort(used, axis=1, kind="stable")  # each row's unused digits first, ascending
+        parent = np.repeat(np.arange(len(self.rows)), len(perms))
+        out = self.rows[parent]
+        for j, cluster in enumerate(free):
+            out[:, cluster] = unused[parent, np.tile(perms[:, j], len(self.rows))]
+        return out
+
+
+def _values(rows: np.ndarray, item: Item, meaning: tuple[str, ...]) -> np.ndarray:
+    clusters, sounds = item
+    # the task's own evaluate() on whole columns (copies: it multiplies its first operand in place)
+    operands: list[Any] = [rows[:, c].copy() for c in clusters]
+    result: Any = evaluate(operands, [meaning[s] for s in sounds])
+    return np.asarray(result)
+
+
+def _meaning_votes(
+    demos: list[tuple[Item, int]], query: Item, meaning: tuple[str, ...], spent: list[int]
+) -> list[tuple[int, int]]:
+    """(value, votes) for the query under one meaning of the operator sounds, values in the order the
+    depth-first search first meets them. `spent` counts expression evaluations against SEARCH_BUDGET, as
+    many as the depth-first search makes, so the budget runs out on exactly the same episodes."""
+    n_clusters = 1 + max(c for item in [*(d for d, _ in demos), query] for c in item[0])
+    search = _Assignments(n_clusters)
+    for item, label in [*demos, (query, None)]:
+        free, perms = search.extensions(item[0])
+        spent[0] += len(search.rows) * len(perms)
+        if spent[0] > SEARCH_BUDGET:
             raise Unsolvable("too many assignments explain the demos")
-        clusters, sounds = item
-        return evaluate([assign[c] for c in clusters], [self.meaning[s] for s in sounds])
-
-    @staticmethod
-    def extend(assign: dict[int, int], clusters: tuple[int, ...]):
-        free = [c for c in dict.fromkeys(clusters) if c not in assign]
-        unused = [d for d in DIGITS if d not in assign.values()]
-        for values in itertools.permutations(unused, len(free)):
-            yield {**assign, **dict(zip(free, values, strict=True))}
-
-    def run(self, i: int = 0, assign: dict[int, int] | None = None) -> Counter:
-        assign = assign or {}
-        if i == len(self.demos):
-            for full in self.extend(assign, self.query[0]):
-                self.votes[self.value(full, self.query)] += 1
-            return self.votes
-        item, label = self.demos[i]
-        for full in self.extend(assign, item[0]):
-            if self.value(full, item) == label:
-                self.run(i + 1, full)
-        return self.votes
+        rows = search.extend(free, perms)
+        values = _values(rows, item, meaning)
+        if label is None:  # the query: every assignment that explains the demos votes
+            found, first, counts = np.unique(values, return_index=True, return_counts=True)
+            order = np.argsort(first, kind="stable")
+            return [(int(found[i]), int(counts[i])) for i in order]
+        search.rows = rows[values == label]
+        search.assigned = [*search.assigned, *free]
+        if not len(search.rows):
+            return []
+    return []
 
 
 def solve(demos: list[tuple[Item, int]], query: Item, sounds: int) -> Counter:
-    """Votes for the query's value over every digit/operator assignment that explains all demos."""
+    """Votes for the query's value over every digit/operator assignment that explains all demos, inserted in
+    the order a depth-first search meets them (Counter.most_common breaks ties by that order)."""
     votes: Counter = Counter()
-    budget = [SEARCH_BUDGET]
+    spent = [0]
     for meaning in itertools.product(OPERATORS, repeat=sounds):
-        votes.update(_Search(demos, query, meaning, budget).run())
+        for value, count in _meaning_votes(demos, query, meaning, spent):
+            votes[value] += count
     return votes
 
 
@@ -146,15 +176,24 @@ class ArithmeticMethod(Method):
     name = "digit template matching and operator induction"
     needs_demos = True
 
-    def _distance(self, a: tuple[ShownClip, tuple[int, int]], b: tuple[ShownClip, tuple[int, int]]) -> float:
-        key = ("dtw", a[0].sha256, a[1], b[0].sha256, b[1])
-
-        def compute() -> float:
-            fa = self._mfcc(*a)
-            fb = self._mfcc(*b)
-            return dtw_distance(fa, fb)
-
-        return self.cache.get(key, compute)
+    def _distances(self, digits: list[tuple[ShownClip, tuple[int, int]]]) -> np.ndarray:
+        """The DTW distance matrix of the digits; pairs met before (the requests for k = 1, 3, 5 of an episode
+        share their demos) come from the cache, the others are computed together."""
+        n = len(digits)
+        distances = np.zeros((n, n))
+        keys = {
+            (i, j): ("dtw", digits[i][0].sha256, digits[i][1], digits[j][0].sha256, digits[j][1])
+            for i, j in itertools.combinations(range(n), 2)
+        }
+        known: dict[tuple[int, int], float | None] = {p: self.cache.lookup(k) for p, k in keys.items()}
+        missing = [pair for pair, value in known.items() if value is None]
+        computed = dtw_distances([(self._mfcc(*digits[i]), self._mfcc(*digits[j])) for i, j in missing])
+        for pair, distance in zip(missing, computed, strict=True):
+            self.cache.put(keys[pair], distance)
+            known[pair] = distance
+        for (i, j), value in known.items():
+            distances[i, j] = distances[j, i] = value or 0.0  # every pair is known by now
+        return distances
 
     def _mfcc(self, clip: ShownClip, span: tuple[int, int]) -> np.ndarray:
         return self.cache.get(
@@ -177,9 +216,7 @@ class ArithmeticMethod(Method):
         digits = [(c, span) for c, clip_spans in zip(clips, spans, strict=True) for span in clip_spans]
         owner = [i for i, clip_spans in enumerate(spans) for _ in clip_spans]
         n = len(digits)
-        distances = np.zeros((n, n))
-        for i, j in itertools.combinations(range(n), 2):
-            distances[i, j] = distances[j, i] = self._distance(digits[i], digits[j])
+        distances = self._distances(digits)
         tree = linkage(squareform(distances, checks=False), "average")
         heights = tree[:, 2]
         # cut between consecutive merge heights, the largest jump (as a ratio: distances have no natural

@@ -75,6 +75,15 @@ class CountMethod(Method):
             ("count-score", clip.sha256, template_clip.sha256), lambda: match_score(clip.samples, template)
         )
 
+    def _peaks(
+        self, clip: ShownClip, template_clip: ShownClip, template: np.ndarray, radius: int
+    ) -> np.ndarray:
+        """peak_scores of a clip's match score, kept per radius: the demos of k = 1, 3, 5 are nested."""
+        return self.cache.get(
+            ("count-peaks", clip.sha256, template_clip.sha256, radius),
+            lambda: peak_scores(self._score(clip, template_clip, template), radius),
+        )
+
     def predict(self, view: ShownEpisode) -> Prediction:
         demos = [(d.clips[-1], d.label) for d in view.demos]
         try:
@@ -86,11 +95,11 @@ class CountMethod(Method):
         if len(template) < 8 or not np.any(template):
             return Prediction(None, reason="demo 1 is silent: no sound to take a template from")
         sr = source.sampling_rate
-        scores = [self._score(clip, source, template) for clip, _ in demos]
         fits = []
         for radius_s in RADII_S:
             radius = int(radius_s * sr)
-            right, threshold, margin = fit_threshold([peak_scores(s, radius) for s in scores], counts)
+            peaks = [self._peaks(clip, source, template, radius) for clip, _ in demos]
+            right, threshold, margin = fit_threshold(peaks, counts)
             fits.append((right, margin, radius_s, threshold))
         most_right = max(f[0] for f in fits)
         candidates = [f for f in fits if f[0] == most_right]
@@ -98,7 +107,7 @@ class CountMethod(Method):
         floor = 0.5 * best_margin if best_margin > 0 else best_margin
         right, margin, radius_s, threshold = next(f for f in candidates if f[1] >= floor)
         query = view.query.clips[-1]
-        heights = peak_scores(self._score(query, source, template), int(radius_s * sr))
+        heights = self._peaks(query, source, template, int(radius_s * sr))
         count = int(np.sum(heights > threshold))
         return Prediction(
             str(count),

@@ -31,6 +31,19 @@ class AnalysisCache:
         self.size = size
         self._items: OrderedDict[Hashable, Any] = OrderedDict()
 
+    def lookup(self, key: Hashable) -> Any | None:
+        """The stored value (now the most recently used), or None."""
+        if key not in self._items:
+            return None
+        self._items.move_to_end(key)
+        return self._items[key]
+
+    def put(self, key: Hashable, value: Any) -> None:
+        self._items[key] = value
+        self._items.move_to_end(key)
+        if len(self._items) > self.size:
+            self._items.popitem(last=False)
+
     def get(self, key: Hashable, compute: Callable[[], T]) -> T:
         if key in self._items:
             self._items.move_to_end(key)

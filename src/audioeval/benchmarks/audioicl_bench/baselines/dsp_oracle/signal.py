@@ -109,14 +109,27 @@ def mfcc_frames(x: np.ndarray, sampling_rate: int) -> np.ndarray:
 def dtw_distance(a: np.ndarray, b: np.ndarray) -> float:
     """Dynamic time warping between two (frames, dims) sequences: the cheapest monotone alignment's summed
     Euclidean frame distance divided by the two lengths' sum (so it does not grow with duration)."""
-    cost = np.linalg.norm(a[:, None, :] - b[None, :, :], axis=2)
-    n, m = cost.shape
-    acc = np.full((n + 1, m + 1), np.inf)
-    acc[0, 0] = 0.0
-    for i in range(1, n + 1):
-        row, prev = acc[i], acc[i - 1]
-        diag_up = np.minimum(prev[1:], prev[:-1]) + cost[i - 1]
-        # the left neighbour depends on the row being filled: a short scalar loop
-        for j in range(1, m + 1):
-            row[j] = min(diag_up[j - 1], row[j - 1] + cost[i - 1, j - 1])
-    return float(acc[n, m] / (n + m))
+    return dtw_distances([(a, b)])[0]
+
+
+def dtw_distances(pairs: list[tuple[np.ndarray, np.ndarray]]) -> list[float]:
+    """`dtw_distance` of many pairs at once: the recurrence acc[i, j] = min(acc[i-1, j], acc[i-1, j-1],
+    acc[i, j-1]) + cost[i-1, j-1] filled one anti-diagonal at a time for all pairs together (the cells of a
+    diagonal do not depend on each other). Pairs are padded to the longest; a padded cell never feeds a cell
+    of the pair's own table, and min-then-add rounds as add-then-min does, so each distance is the one the
+    row-by-row loop gives, bit for bit."""
+    if not pairs:
+        return []
+    costs = [np.linalg.norm(a[:, None, :] - b[None, :, :], axis=2) for a, b in pairs]
+    rows, cols = max(c.shape[0] for c in costs), max(c.shape[1] for c in costs)
+    cost = np.zeros((len(costs), rows, cols))
+    for p, c in enumerate(costs):
+        cost[p, : c.shape[0], : c.shape[1]] = c
+    acc = np.full((len(costs), rows + 1, cols + 1), np.inf)
+    acc[:, 0, 0] = 0.0
+    for diagonal in range(2, rows + cols + 1):
+        i = np.arange(max(1, diagonal - cols), min(rows, diagonal - 1) + 1)
+        j = diagonal - i
+        best = np.minimum(np.minimum(acc[:, i - 1, j], acc[:, i - 1, j - 1]), acc[:, i, j - 1])
+        acc[:, i, j] = best + cost[:, i - 1, j - 1]
+    return [float(acc[p, n, m] / (n + m)) for p, (n, m) in enumerate(c.shape for c in costs)]
