@@ -245,11 +245,15 @@ class Request:
     def audio_seconds(self) -> float:
         return sum(c.seconds for c in self.clips)
 
+    def describe(self) -> list[dict[str, Any]]:
+        """The messages as logs and keys show them (each clip as its hash, duration and rate)."""
+        return describe_messages(self.messages)
+
     def content_key(self, model_identity: dict[str, Any]) -> str:
         """SHA-256 over everything that determines the response: model, messages, audio, kwargs, choices."""
         payload = {
             "model": model_identity,
-            "messages": describe_messages(self.messages),
+            "messages": self.describe(),
             "gen_kwargs": self.gen_kwargs,
             "choices": list(self.choices) if self.choices is not None else None,
         }

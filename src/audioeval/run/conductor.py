@@ -33,6 +33,7 @@ from audioeval.results.run_health import resume_note
 from audioeval.results.score_rows import ScoreRow
 from audioeval.run.cache import NoCache, ResponseCache, ResponseStore
 from audioeval.run.distributed import Topology, collectively, init_topology
+from audioeval.run.episode_store import EpisodeStore
 from audioeval.run.evaluator import EvalSettings, Evaluator, TaskOutcome
 from audioeval.run.planning import RunPlan, plan_run
 from audioeval.run.prepared import PreparedTask
@@ -136,6 +137,10 @@ def _evaluate(
     )
     if judge is not None:
         judge.attach_cache(cache)
+    # what a rerun needs of an episode whose answers are all cached, so it is not synthesized again
+    episodes = (
+        None if cfg.no_cache else EpisodeStore(Path(cfg.cache_dir or default_cache_dir()) / "episodes.sqlite")
+    )
     outcomes: dict[str, list[TaskOutcome]] = {}
     models: list[Model] = []
     speech: SpeechStage | None = None
@@ -162,7 +167,8 @@ def _evaluate(
         )
         settings = EvalSettings(log_samples=cfg.log_samples, show_progress=cfg.show_progress)
         evaluator = Evaluator(
-            plan.tasks, model, cache, topology, run_dir or Path("."), settings, judge, references, speech
+            plan.tasks, model, cache, topology, run_dir or Path("."), settings, judge, references, speech,
+            episodes,
         )
         for task in plan.tasks:
             # every rank reports its own failure; rank 0 says which rank failed
@@ -180,6 +186,8 @@ def _evaluate(
         if speech is not None:
             speech.close_model()
         cache.close()
+        if episodes is not None:
+            episodes.close()
         if judge is not None:
             judge.close()
     judges = judge.describe() if judge is not None else None

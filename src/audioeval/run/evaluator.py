@@ -31,10 +31,11 @@ from audioeval.results.score_rows import ScoreRow, facet_values
 from audioeval.results.scoring import Judgments, SampleToScore
 from audioeval.run.cache import ResponseStore
 from audioeval.run.distributed import Topology
+from audioeval.run.episode_store import EpisodeStore, stored_pairs, task_key
 from audioeval.run.feed import EpisodeFeed
 from audioeval.run.prepared import PreparedTask
 from audioeval.run.serving import Server
-from audioeval.types import Request, RequestId, Response, describe_messages
+from audioeval.types import Request, RequestId, Response
 
 if TYPE_CHECKING:
     from audioeval.run.judging import JudgePanel
@@ -91,8 +92,10 @@ class Evaluator:
         judge: JudgePanel | None = None,
         references: dict[str, Model] | None = None,
         speech: SpeechStage | None = None,
+        episodes: EpisodeStore | None = None,
     ) -> None:
         self.tasks = tasks
+        self.episodes = episodes
         self.model = model
         self.server = Server(model, cache, kind="generate")
         # reference models answer the same requests through servers of their own (reference_models.py)
@@ -126,8 +129,18 @@ class Evaluator:
         judge = self.judge if (self.judge is not None and task.config.judge) else None
         names = task.config.reference_models if task.augment is None else ()
         references = {n: self.references[n] for n in names if n in self.references}
+        # judges and the speech stage read the episode or the audio itself: those tasks always synthesize
+        key = task_key(task) if self.episodes is not None and judge is None and self.speech is None else None
+        stored = (self.episodes, key) if self.episodes is not None and key is not None else None
         pipeline = TaskPipeline(
-            task, self.server, judge, sample_log, lambda n: bar.update(n * world), references, self.speech
+            task,
+            self.server,
+            judge,
+            sample_log,
+            lambda n: bar.update(n * world),
+            references,
+            self.speech,
+            stored,
         )
         try:
             rows, timing = asyncio.run(pipeline.run(my_indices))
@@ -171,10 +184,12 @@ class TaskPipeline:
         progress: Callable[[int], Any],
         references: dict[str, Server] | None = None,
         speech: SpeechStage | None = None,
+        episodes: tuple[EpisodeStore, str] | None = None,
     ) -> None:
         self.task = task
         self.server = server
         self.speech = speech
+        self.episodes = episodes  # the episode store and this task's key in it (unjudged tasks only)
         self.references = references or {}
         self.reference_rows: dict[str, list[ScoreRow]] = {name: [] for name in self.references}
         self.judge = judge
@@ -208,7 +223,9 @@ class TaskPipeline:
         self._ready: asyncio.Queue[_Finished | None] = asyncio.Queue()
         self._scoring = ThreadPoolExecutor(max_workers=1, thread_name_prefix="audioeval-scoring")
         ahead = max(4, math.ceil(self.window / max(1, len(self.task.shots))) + 2)
-        feed = EpisodeFeed(self.task, indices, ahead)
+        feed = EpisodeFeed(
+            self.task, indices, ahead, self._answered_episodes(indices), self.episodes is not None
+        )
         scorer = asyncio.get_running_loop().create_task(self._score_loop())
         scorer.add_done_callback(self._abort_on_error)
         try:
@@ -225,6 +242,9 @@ class TaskPipeline:
             self._all_dispatched = True
             self._ready.put_nowait(None)  # wakes the scorer to see that everything was dispatched
             await scorer
+            if self.episodes is not None:
+                store, key = self.episodes
+                store.put_many(key, feed.described)
         except asyncio.CancelledError:
             if self._error is not None:  # a stage failed and stopped the pipeline: report that, not the stop
                 raise self._error from None
@@ -239,6 +259,22 @@ class TaskPipeline:
         self.timing.asr_s = (self.speech.busy_now() - asr_before) if self.speech is not None else 0.0
         self.timing.cached = self.server.cache_hits - hits_before
         return self.rows, self.timing
+
+    def _answered_episodes(self, indices: list[int]) -> dict[int, list[tuple[Request, str]]]:
+        """The stored episodes whose every request has its answer in the response store, for the model and
+        each reference model: those need no synthesis (episode_store.py)."""
+        if self.episodes is None:
+            return {}
+        store, key = self.episodes
+        pairs = {
+            i: stored_pairs(self.task, i, records) for i, records in store.get_many(key, indices).items()
+        }
+        answered = set(pairs)
+        for server in [self.server, *self.references.values()]:
+            keys = {i: [request.content_key(server.identity) for request, _ in p] for i, p in pairs.items()}
+            hits = server.store.get_many(list(dict.fromkeys(k for ks in keys.values() for k in ks)))
+            answered &= {i for i, ks in keys.items() if all(k in hits for k in ks)}
+        return {i: pairs[i] for i in sorted(answered)}
 
     async def _stop(self, scorer: asyncio.Task[None]) -> None:
         """Cancel whatever is still in flight (nothing, after a normal finish), log the samples that had
@@ -304,7 +340,7 @@ class TaskPipeline:
         if self.sample_log is not None:
             described = {
                 "request_key": request.content_key(self.server.identity),
-                "messages": describe_messages(request.messages),
+                "messages": request.describe(),
                 "gen_kwargs": request.gen_kwargs,
             }
         finished = _Finished(

@@ -1,5 +1,8 @@
 """Episodes synthesized ahead on a background thread (synthesis is CPU work), rendered into requests, and
-handed to the event loop in index order through a bounded queue: at most `ahead` episodes wait there."""
+handed to the event loop in index order through a bounded queue: at most `ahead` episodes wait there.
+
+Episodes given as `stored` (episode_store.py: every answer of theirs is cached) are handed on as they are,
+without synthesis; each synthesized one is described in `described` for the store."""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
+from audioeval.run.episode_store import describe_pairs
 from audioeval.run.prepared import PreparedTask
 from audioeval.types import Request
 
@@ -22,9 +26,19 @@ class _Failed:
 
 
 class EpisodeFeed:
-    def __init__(self, task: PreparedTask, indices: list[int], ahead: int) -> None:
+    def __init__(
+        self,
+        task: PreparedTask,
+        indices: list[int],
+        ahead: int,
+        stored: dict[int, list[tuple[Request, str]]] | None = None,
+        describe: bool = False,
+    ) -> None:
         self.task = task
         self.indices = indices
+        self.stored = stored or {}
+        self.describe = describe
+        self.described: dict[int, list[dict[str, Any]]] = {}  # synthesized episodes, as the store keeps them
         self.synthesis_s = 0.0  # synthesis and rendering time, on the feed's thread
         self.ahead = max(1, ahead)
         self._slots = threading.Semaphore(self.ahead)
@@ -56,9 +70,14 @@ class EpisodeFeed:
                 self._slots.acquire()
                 if self._stop.is_set():
                     return
+                if index in self.stored:
+                    self._put(self.stored[index])
+                    continue
                 started = time.perf_counter()
                 pairs = self.task.requests_for(self.task.episode(index))
                 self.synthesis_s += time.perf_counter() - started
+                if self.describe and (records := describe_pairs(pairs)) is not None:
+                    self.described[index] = records
                 self._put(pairs)
             self._put(_END)
         except BaseException as err:  # noqa: BLE001 - handed to the loop, which raises it

@@ -17,6 +17,12 @@ from audioeval.benchmarks.audioicl_bench.baselines.dsp_oracle.arithmetic import 
     Unsolvable,
     solve,
 )
+from audioeval.benchmarks.audioicl_bench.baselines.dsp_oracle.count import (
+    RADII_S,
+    maxima,
+    peak_scores,
+    peak_scores_of_maxima,
+)
 from audioeval.benchmarks.audioicl_bench.baselines.dsp_oracle.signal import dtw_distance
 from audioeval.benchmarks.audioicl_bench.operator import evaluate
 
@@ -131,3 +137,15 @@ def test_dtw_distance_is_the_row_by_row_recurrence_bit_for_bit():
     for n, m in [(1, 1), (1, 7), (9, 1), (23, 40), (57, 31), (64, 64)]:
         a, b = rng.standard_normal((n, 12)), rng.standard_normal((m, 12))
         assert dtw_distance(a, b) == reference_dtw(a, b)
+
+
+def test_peaks_from_the_maxima_found_once_are_find_peaks_per_radius():
+    rng = np.random.default_rng(5)
+    for n in (0, 1, 50, 16000, 48000):
+        score = np.convolve(rng.standard_normal(n), np.ones(40) / 40, mode="same") if n else np.zeros(0)
+        score[rng.integers(0, max(n, 1), size=min(n, 30))] = 1.0 if n else 0.0  # ties and plateaus
+        found = maxima(score)
+        for radius in [0, 1, *(int(r * 16000) for r in RADII_S)]:
+            expected = peak_scores(score, radius)
+            got = peak_scores_of_maxima(score, found, radius)
+            assert got.tolist() == expected.tolist()

@@ -17,6 +17,11 @@ from __future__ import annotations
 import numpy as np
 from scipy.signal import find_peaks
 
+try:  # find_peaks' own distance rule: the local maxima of a score are then found once, not once per radius
+    from scipy.signal._peak_finding_utils import _select_by_peak_distance
+except ImportError:  # a scipy that moved it: find_peaks per radius, the same peaks more slowly
+    _select_by_peak_distance = None
+
 from audioeval.benchmarks.audioicl_bench.baselines.dsp_oracle.method import Method, Prediction
 from audioeval.benchmarks.audioicl_bench.baselines.dsp_oracle.signal import match_score
 from audioeval.benchmarks.audioicl_bench.configs import configs_of
@@ -40,6 +45,26 @@ def peak_scores(score: np.ndarray, radius: int) -> np.ndarray:
         return np.zeros(0)
     idx, props = find_peaks(score, height=0.0, distance=max(1, radius))
     return np.sort(props["peak_heights"])[::-1][:MAX_PEAKS]
+
+
+def maxima(score: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The score's local maxima of height 0 or more (positions, heights): what find_peaks keeps before its
+    distance rule."""
+    if not len(score):
+        return np.zeros(0, dtype=np.intp), np.zeros(0)
+    idx, props = find_peaks(score, height=0.0)
+    return idx, props["peak_heights"]
+
+
+def peak_scores_of_maxima(score: np.ndarray, found: tuple[np.ndarray, np.ndarray], radius: int) -> np.ndarray:
+    """peak_scores(score, radius) from the score's maxima, found once for all radii."""
+    if _select_by_peak_distance is None:
+        return peak_scores(score, radius)
+    idx, heights = found
+    if not len(idx):
+        return np.zeros(0)
+    keep = _select_by_peak_distance(idx, heights, max(1, radius))
+    return np.sort(heights[keep])[::-1][:MAX_PEAKS]
 
 
 def _kth(heights: np.ndarray, i: int) -> float:
@@ -79,9 +104,11 @@ class CountMethod(Method):
         self, clip: ShownClip, template_clip: ShownClip, template: np.ndarray, radius: int
     ) -> np.ndarray:
         """peak_scores of a clip's match score, kept per radius: the demos of k = 1, 3, 5 are nested."""
+        score = self._score(clip, template_clip, template)
+        found = self.cache.get(("count-maxima", clip.sha256, template_clip.sha256), lambda: maxima(score))
         return self.cache.get(
             ("count-peaks", clip.sha256, template_clip.sha256, radius),
-            lambda: peak_scores(self._score(clip, template_clip, template), radius),
+            lambda: peak_scores_of_maxima(score, found, radius),
         )
 
     def predict(self, view: ShownEpisode) -> Prediction:
