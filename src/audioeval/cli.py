@@ -8,8 +8,10 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import shlex
 import sys
 import traceback
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from audioeval.augment.arguments import add_augment_arguments
@@ -115,6 +117,12 @@ def run_parser() -> argparse.ArgumentParser:
     add_augment_arguments(p)
     p.add_argument("--verbosity", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     p.add_argument("--no_progress", action="store_true", help="hide progress bars")
+    p.add_argument(
+        "--full_table",
+        action="store_true",
+        help="print every metric with stderr and errors (the run folder's summary.md); default: the main "
+        "metric per task and k with its CI",
+    )
     return p
 
 
@@ -145,7 +153,7 @@ def cmd_run(argv: list[str]) -> int:
     outcome = conduct(run_config(args))
     if outcome is None:  # ranks other than 0
         return 0
-    _say_outcome(outcome)
+    _say_outcome(outcome, full_table=args.full_table)
     return 0
 
 
@@ -254,15 +262,13 @@ def run_config(args: argparse.Namespace) -> RunConfig:
     )
 
 
-def _say_outcome(outcome: RunOutcome) -> None:
+def _say_outcome(outcome: RunOutcome, full_table: bool = False) -> None:
     """The table, where the results went, then what went wrong; exit code 3 (TasksUnscored) when a task got no
     answer at all or a judge endpoint went down."""
     record = outcome.record
-    print(outcome.table)
+    print(outcome.table if full_table or not outcome.compact else outcome.compact)
     if outcome.run_dir is not None:
-        print(f"\nresults: {outcome.run_dir}/results.json")
-        for path in record.reports or []:
-            print(f"report: {path}")
+        print(_where_results_went(outcome.run_dir, record.reports or [], full_table))
     sys.stdout.flush()
     if outcome.resume_note:
         log.info(outcome.resume_note)
@@ -278,6 +284,19 @@ def _say_outcome(outcome: RunOutcome) -> None:
             f"judge endpoint(s) went down: {', '.join(record.judges_down)}; their remaining verdicts are "
             "missing (see the warnings above). Every model response is cached: rerun once they are back; exit code 3."
         )
+
+
+def _where_results_went(run_dir: Path, reports: list[str], full_table: bool) -> str:
+    """The files of the run, and the one command that opens it when it logged samples."""
+    lines = [f"\nresults: {run_dir}/results.json"]
+    if not full_table:
+        lines.append(f"full table (every metric, stderr, errors): {run_dir}/summary.md")
+    lines += [f"report: {path}" for path in reports]
+    if any(run_dir.glob("samples_*.jsonl")):
+        lines.append(
+            f"\nlisten to the samples and browse the results: audioeval view {shlex.quote(str(run_dir))}"
+        )
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:

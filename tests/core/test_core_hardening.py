@@ -49,7 +49,12 @@ def test_a_run_where_every_request_failed_exits_non_zero_and_says_why(tmp_path):
     assert code == 3, err
     assert "toy_tones: all 6 requests failed (APIConnectionError after 1 attempt(s)" in err
     assert "got no answer at all: toy_tones" in err and "Traceback" not in err
-    assert "| toy_tones | 0 | — | — | — | — | 0 | 2 |" in out  # the table still says what happened
+    # the table still says what happened: compact by default, every k with --full_table
+    assert "| toy_tones | — |" in out and "failed requests (not scored): toy_tones: 6" in out
+    code, out, err = _run(
+        TOY, "--model", "openai", "--model_args", args, "--no_cache", "--limit", "2", "--full_table"
+    )
+    assert "| toy_tones | 0 | — | — | — | — | 0 | 2 |" in out
 
 
 def test_partial_failures_are_counted_in_the_table_and_warned_with_the_first_error(tmp_path):
@@ -133,8 +138,9 @@ def test_an_error_on_rank_1_only_is_printed_by_rank_1_and_named_by_rank_0(tmp_pa
 # --- 3. no CI shown when none was measured -------------------------------------------------------------------
 def test_without_bootstrap_or_with_one_sample_no_interval_is_shown(tmp_path):
     code, out, _ = _run(
-        TOY, "--model", "chance", "--no_cache", "--bootstrap_iters", "0", "--output_path", str(tmp_path)
-    )
+        TOY, "--model", "chance", "--no_cache", "--bootstrap_iters", "0", "--output_path", str(tmp_path),
+        "--full_table",
+    )  # fmt: skip
     assert code == 0
     row = next(line for line in out.splitlines() if line.startswith("| toy_tones | 0 | accuracy |"))
     assert (
@@ -429,7 +435,7 @@ def test_one_broken_task_file_does_not_break_its_folder(tmp_path, caplog):
     ):
         registry.select("zz")
     code, out, err = _run(folder, "--model", "chance", "--no_cache", "--limit", "1")
-    assert code == 0 and "| toy_tones | 0 | accuracy |" in out and "zz_broken.yaml" in err
+    assert code == 0 and "| toy_tones | accuracy |" in out and "zz_broken.yaml" in err
 
 
 def test_a_name_defined_twice_is_still_an_error(tmp_path):

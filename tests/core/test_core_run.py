@@ -67,8 +67,13 @@ def test_results_samples_and_table(toy_dir, tmp_path):
     assert [(s["episode"], s["shots"]) for s in samples] == sorted(
         (s["episode"], s["shots"]) for s in samples
     )
-    assert "| toy_tones | 1 | accuracy |" in out
-    assert (run_dir / "summary.md").read_text().startswith("| task |")
+    # compact on screen (the main metric, a column per k), every metric in the run folder
+    assert "| task | metric | k=0 | k=1 | k=3 | n |" in out and "| toy_tones | accuracy |" in out
+    assert "parse_failure_rate" not in out  # all zero: not shown
+    assert f"full table (every metric, stderr, errors): {run_dir}/summary.md" in out
+    assert f"audioeval view {run_dir}" in out.splitlines()[-1]
+    summary = (run_dir / "summary.md").read_text()
+    assert summary.startswith("| task |") and "| toy_tones | 1 | accuracy |" in summary
 
 
 def test_batch_size_and_rerun_do_not_change_results(toy_dir, tmp_path):

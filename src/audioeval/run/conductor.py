@@ -20,6 +20,7 @@ from audioeval.errors import UsageError
 from audioeval.models.base import Model
 from audioeval.models.endpoint_stats import EndpointStats
 from audioeval.models.registry import create_model
+from audioeval.results.compact_table import compact_table
 from audioeval.results.outputs import (
     make_run_dir,
     mark_failed,
@@ -60,8 +61,9 @@ class RunOutcome:
 
     record: RunRecord
     run_dir: Path | None
-    table: str  # the summary table (markdown)
+    table: str  # the summary table (markdown): every metric, as summary.md
     resume_note: str | None  # how much came from the response cache
+    compact: str = ""  # the main metric per task and k (results/compact_table.py), what the CLI prints
 
     def as_dict(self) -> dict[str, Any]:
         out = self.record.to_json()
@@ -226,8 +228,10 @@ def _write(
     run_dir: Path | None,
 ) -> RunOutcome:
     table = markdown_table(record.sections.results, record.sections.groups)
+    compact = compact_table(record.sections.results, record.sections.groups)
     if robustness_table:
-        table += "\n\nRobustness (drop = loss vs clean; paired bootstrap 95% CIs):\n\n" + robustness_table
+        robustness = "\n\nRobustness (drop = loss vs clean; paired bootstrap 95% CIs):\n\n" + robustness_table
+        table, compact = table + robustness, compact + robustness
     if run_dir is not None:
         if plan.reports:  # benchmark reports lay out the clean run
             tasks = plan.clean_tasks
@@ -239,7 +243,8 @@ def _write(
         (run_dir / "summary.md").write_text(table + "\n")
         mark_finished(run_dir)
     total = record.timing
-    return RunOutcome(record, run_dir, table, resume_note(total["cached_responses"], total["samples"]))
+    note = resume_note(total["cached_responses"], total["samples"])
+    return RunOutcome(record, run_dir, table, note, compact)
 
 
 # ---- figures -----------------------------------------------------------------------------------------------

@@ -1,0 +1,100 @@
+"""The README's quick start as a new user types it, on an empty cache, then again on the same cache.
+
+    python bench/bench_quickstart.py [--limit 50] [--repeats 1] [--out bench/results/quickstart.json]
+
+Targets (issue 24): the first run within 60 s on two cores after setup, a rerun on the same cache within
+0.35 of the first run. Each run is a fresh `python -m audioeval` subprocess with its own empty
+$AUDIOEVAL_CACHE (speech, responses, episodes) and output folder, so nothing from an earlier run helps the
+first one. Printed per run: wall seconds, CPU seconds (user + system of the run and its helper processes:
+the figure to read on a shared machine) and the load average before it, then the rerun/first ratio of each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def quick_start(limit: int, output: Path) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "audioeval",
+        "--tasks",
+        "audioicl_bench",
+        "--model",
+        "dsp-oracle",
+        "--limit",
+        str(limit),
+        "--output_path",
+        str(output),
+        "--log_samples",
+        "--no_progress",
+    ]
+
+
+def timed(cmd: list[str], env: dict[str, str]) -> dict[str, float]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    load = os.getloadavg()[0]
+    started = time.perf_counter()
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        sys.exit(f"the quick start failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "load_before": round(load, 2)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--limit", type=int, default=50)
+    parser.add_argument("--repeats", type=int, default=1, help="pairs of first run + rerun")
+    parser.add_argument("--out", type=Path, help="also write the figures as JSON")
+    args = parser.parse_args()
+    pairs = []
+    for repeat in range(args.repeats):
+        with tempfile.TemporaryDirectory(prefix="audioeval-quickstart-") as tmp:
+            env = {
+                **os.environ,
+                "AUDIOEVAL_CACHE": str(Path(tmp) / "cache"),
+                "PYTHONPATH": str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
+            }
+            cmd = quick_start(args.limit, Path(tmp) / "results")
+            first = timed(cmd, env)
+            rerun = timed(cmd, env)
+        pair = {
+            "first": first,
+            "rerun": rerun,
+            "ratio_wall": round(rerun["wall_s"] / first["wall_s"], 3),
+            "ratio_cpu": round(rerun["cpu_s"] / first["cpu_s"], 3),
+        }
+        pairs.append(pair)
+        print(
+            f"[{repeat + 1}] first run {first['wall_s']:.1f} s wall, {first['cpu_s']:.1f} s CPU "
+            f"(load {first['load_before']:.1f}); rerun {rerun['wall_s']:.1f} s wall, {rerun['cpu_s']:.1f} s CPU "
+            f"(load {rerun['load_before']:.1f}); rerun/first {pair['ratio_wall']:.2f} wall, "
+            f"{pair['ratio_cpu']:.2f} CPU",
+            flush=True,
+        )
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(
+            json.dumps({"limit": args.limit, "cores": os.cpu_count(), "runs": pairs}, indent=2)
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
