@@ -148,6 +148,7 @@ def cmd_run(argv: list[str]) -> int:
     if listing is not None:
         print(listing)
         return 0
+    check_names(args)
     from audioeval.run.conductor import conduct
 
     outcome = conduct(run_config(args))
@@ -196,6 +197,19 @@ def check_judge_counts(judge_flags: list[str], judge_args: list[str]) -> None:
         )
 
 
+def check_names(args: argparse.Namespace) -> None:
+    """The model's and the tasks' names, before the run's heavy modules load (a misspelt name is reported in
+    well under a second) and before the run says what it will do (the `chance` notice)."""
+    from audioeval.config.registry import TaskRegistry
+    from audioeval.models.registry import backends, get_model_class, use_backend_folders
+
+    if args.model:
+        use_backend_folders(args.include_path)
+        if args.model not in backends() and ":" not in args.model:
+            get_model_class(args.model)  # raises, with the close matches
+    TaskRegistry.discover(args.include_path).select(args.tasks)
+
+
 def _listing(args: argparse.Namespace) -> str | None:
     """What `--model list`, `--tasks list` and `--augment list` print; None for a run."""
     if args.model == "list":
@@ -220,14 +234,14 @@ def run_config(args: argparse.Namespace) -> RunConfig:
     """The run the flags ask for (the offline `chance` baseline without --model, with a notice)."""
     from audioeval.run.settings import RunConfig
 
+    notices = []
     if not args.model:
         # lm-eval defaults its model too: the documented one-liner runs as typed, on an offline baseline
         args.model = DEFAULT_MODEL
-        log.warning(
-            "no --model given: running the offline `%s` baseline (a uniform draw from each task's labels). "
-            "Pick a real model with e.g. --model hf --model_args pretrained=Qwen/Qwen2-Audio-7B-Instruct "
-            "(or openai, vllm; see README.md, Models).",
-            DEFAULT_MODEL,
+        notices.append(
+            f"no --model given: running the offline `{DEFAULT_MODEL}` baseline (a uniform draw from each task's "
+            "labels). Pick a real model with e.g. --model hf --model_args pretrained=Qwen/Qwen2-Audio-7B-Instruct "
+            "(or openai, vllm; see README.md, Models)."
         )
     judges = [j.strip() for spec in args.judge for j in spec.split(",") if j.strip()]
     judge_args = [parse_kv(a, "--judge_args") for a in args.judge_args]
@@ -259,6 +273,7 @@ def run_config(args: argparse.Namespace) -> RunConfig:
         asr=args.asr,
         asr_args=parse_kv(args.asr_args, "--asr_args"),
         spoken_text=args.spoken_text,
+        notices=notices,
     )
 
 

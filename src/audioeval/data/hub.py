@@ -42,7 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"a builder in datasets_builders/ ({', '.join(builder_names())}) or a builder .py file",
     )
     p.add_argument(
-        "--output_dir", required=True, help="destination folder (must not exist, or pass --overwrite)"
+        "--output_dir",
+        help="destination folder (must not exist, or pass --overwrite); default ./<benchmark>, which "
+        'load_dataset("<benchmark>", config) then loads from that folder as is',
     )
     p.add_argument("--configs", help="comma list of builder configs (default: all)")
     p.add_argument("--n_episodes", type=int, help="episodes per config")
@@ -205,7 +207,14 @@ def cmd_build(argv: list[str]) -> int:
         f"wrote {sum(s.num_examples for s in stats.values())} rows in {len(stats)} config(s) to {destination} "
         f"in {time.perf_counter() - started:.1f}s"
     )
+    print(_loading_hint(destination, next(iter(stats))))
     return 0
+
+
+def _loading_hint(destination: Path, config: str) -> str:
+    """How to load what was written: a folder in the working directory loads by its bare name."""
+    name = destination.name if destination.parent == Path.cwd().resolve() else str(destination)
+    return f'load it: from datasets import load_dataset; load_dataset("{name}", "{config}")'
 
 
 def _builder_class(args: argparse.Namespace) -> Any:
@@ -230,7 +239,8 @@ def _chosen_configs(args: argparse.Namespace, cls: Any) -> list[str]:
 
 
 def _destination(args: argparse.Namespace) -> Path:
-    destination = Path(args.output_dir).expanduser().resolve()
+    # default: a folder named like the benchmark, which datasets.load_dataset("<benchmark>") finds by name
+    destination = Path(args.output_dir or Path(args.benchmark).stem).expanduser().resolve()
     if destination.exists() and any(destination.iterdir()) and not args.overwrite:
         raise UsageError(
             f"--output_dir {destination} exists and is not empty; choose another folder or pass --overwrite."

@@ -88,6 +88,8 @@ def conduct(cfg: RunConfig, topology: Topology | None = None) -> RunOutcome | No
     """The run, stage by stage; the outcome on rank 0, None on the other ranks."""
     wall_start = time.perf_counter()
     plan = plan_run(cfg)
+    for notice in cfg.notices:  # after the checks: an error is never preceded by a notice about the run
+        log.warning(notice)
     judge = _judge_panel(cfg, plan)
     topology = topology or init_topology()
     run_dir = _open_run_dir(cfg, topology)

@@ -119,10 +119,12 @@ class Evaluator:
             if self.speech is not None:
                 self.speech.spoken_dir = self.run_dir / "spoken"
         world = self.topology.world_size
+        total = len(task.indices) * len(task.shots)
         bar = tqdm(
-            total=len(task.indices) * len(task.shots),
-            desc=task.name,
-            unit="sample",
+            total=total,
+            # what the user asked for: --limit episodes at each k of --num_fewshot
+            desc=f"{task.name}: {total} requests ({len(task.indices)} episodes × {len(task.shots)} k)",
+            unit="request",
             disable=not (self.settings.show_progress and self.topology.is_main),
             dynamic_ncols=True,
         )
