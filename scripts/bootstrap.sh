@@ -2,6 +2,7 @@
 # Set up .venv with audioeval and everything it needs, from scratch.
 #   bash scripts/bootstrap.sh        # to run evaluations
 #   bash scripts/bootstrap.sh dev    # also the test and lint tools
+#   bash scripts/bootstrap.sh hf     # also the `hf` extra (transformers, accelerate): real models, --model hf
 #   bash scripts/bootstrap.sh vllm   # .venv-vllm instead: the real vLLM (its CPU build without CUDA), see below
 # Installs FFmpeg's shared libraries (needed by torchcodec, which `datasets` uses to decode audio) when
 # they are missing and apt-get is available, then a CPU-friendly torch/torchcodec pair, then the package.
@@ -135,6 +136,8 @@ fi
 .venv/bin/python -m pip install -q "torch==2.13.0" "torchcodec==0.13.0"
 if [ "$EXTRA" = "dev" ]; then
   .venv/bin/python -m pip install -q ".[dev,api]"
+elif [ "$EXTRA" = "hf" ]; then
+  .venv/bin/python -m pip install -q ".[hf,api]"
 else
   .venv/bin/python -m pip install -q ".[api]"
 fi

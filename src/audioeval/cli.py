@@ -83,7 +83,14 @@ def run_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--task_args", default="", help="task parameters: key=value,... (validated per task)")
     p.add_argument("--limit", "-L", help="episodes per task: a count N, or a fraction such as 0.1")
-    p.add_argument("--batch_size", "-b", type=int, default=1)
+    p.add_argument(
+        "--batch_size",
+        "-b",
+        type=int,
+        default=1,
+        help="requests per generate() call of a local backend (hf, vllm; results do not depend on it; "
+        "the API backend keeps its own number in flight instead); default 1",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed for episode generation, bootstrap and `chance`")
     p.add_argument("--output_path", "-o", help="results go to OUTPUT_PATH/<model>/<timestamp>/")
     p.add_argument("--log_samples", "-s", action="store_true", help="write samples_<task>.jsonl")

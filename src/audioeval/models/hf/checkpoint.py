@@ -68,7 +68,7 @@ def resolve_dir(pretrained: str | None, revision: str | None) -> Path:
     except Exception as err:
         raise ModelError(
             f"pretrained={pretrained}: not a local folder, and fetching it from the Hugging Face Hub failed "
-            f"({type(err).__name__}: {err}). Download it first (huggingface-cli download {pretrained}) and pass "
+            f"({type(err).__name__}: {err}). Download it first (hf download {pretrained}) and pass "
             "the folder, or check the name and your network/HF_TOKEN."
         ) from err
     return Path(folder)
