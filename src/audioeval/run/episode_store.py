@@ -103,7 +103,7 @@ def task_key(task: PreparedTask) -> str | None:
     """What the task's episodes and requests are a function of; None when they must not be kept."""
     if _reads_local_files(task):
         return None
-    augment = task.augment.name if task.augment is not None else None
+    augment = task.augment.record() if task.augment is not None else None  # levels and target too
     identity = [task.config.content_hash(), task.shots, task.gen_kwargs, augment, code_digest()]
     return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()
 
