@@ -17,7 +17,7 @@ renewals are in models/api/realtime_client.py; reading one response's events in 
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
@@ -147,7 +147,7 @@ def _check_token_limit(value: Any) -> int | str | None:
 
 class RealtimeModel(StreamingModel):
     name = "realtime"
-    speaks: ClassVar[bool] = True
+    speaks = True
     arg_minimums = {
         "num_concurrent": 1,
         "max_concurrent": 1,

@@ -171,7 +171,15 @@ def _evaluate(
         )
         settings = EvalSettings(log_samples=cfg.log_samples, show_progress=cfg.show_progress)
         evaluator = Evaluator(
-            plan.tasks, model, cache, topology, run_dir or Path("."), settings, judge, references, speech,
+            plan.tasks,
+            model,
+            cache,
+            topology,
+            run_dir or Path("."),
+            settings,
+            judge,
+            references,
+            speech,
             episodes,
         )
         for task in plan.tasks:
