@@ -190,6 +190,13 @@ def test_bad_datasets_are_named_with_what_is_missing(toy_build, tmp_path, monkey
     err = _fails(f"dataset={other_features}")
     assert "field `context` (list) is missing" in err and parquet.name in err
 
+    truncated = tmp_path / "truncated"
+    shutil.copytree(toy_build, truncated)
+    parquet = next((truncated / "tones").glob("*.parquet"))
+    parquet.write_bytes(parquet.read_bytes()[: parquet.stat().st_size // 2])
+    err = _fails(f"dataset={truncated}")
+    assert f"{parquet}: not a readable parquet file" in err and "Traceback" not in err
+
     other_benchmark = tmp_path / "other_benchmark"
     shutil.copytree(toy_build, other_benchmark)
     card = other_benchmark / "README.md"

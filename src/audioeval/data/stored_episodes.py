@@ -24,6 +24,13 @@ from audioeval.errors import DataError, unknown_name_message
 log = logging.getLogger("audioeval")
 
 
+def _damaged(path: Path, error: Exception) -> DataError:
+    return DataError(
+        f"{path}: not a readable parquet file ({error}); it may be truncated or damaged: build or download the "
+        "dataset again."
+    )
+
+
 class ParquetRows:
     """The rows of one config and split, by position, read lazily one row group at a time."""
 
@@ -34,7 +41,13 @@ class ParquetRows:
         self._groups: list[tuple[Path, int, int]] = []  # (file, row group, first row)
         total = 0
         for path in files:
-            meta = pq.ParquetFile(path).metadata
+            try:
+                meta = pq.ParquetFile(path).metadata
+            except (
+                OSError,
+                ValueError,
+            ) as error:  # pyarrow's ArrowInvalid is a ValueError, its IOError an OSError
+                raise _damaged(path, error) from None
             for group in range(meta.num_row_groups):
                 self._groups.append((path, group, total))
                 total += meta.row_group(group).num_rows
@@ -50,14 +63,21 @@ class ParquetRows:
     def schema(self) -> Any:
         import pyarrow.parquet as pq
 
-        return pq.read_schema(self.files[0])
+        try:
+            return pq.read_schema(self.files[0])
+        except (OSError, ValueError) as error:
+            raise _damaged(self.files[0], error) from None
 
     def column(self, name: str) -> list[Any]:
         import pyarrow.parquet as pq
 
-        return [
-            v for path in self.files for v in pq.read_table(path, columns=[name]).column(name).to_pylist()
-        ]
+        values: list[Any] = []
+        for path in self.files:
+            try:
+                values += pq.read_table(path, columns=[name]).column(name).to_pylist()
+            except (OSError, ValueError) as error:
+                raise _damaged(path, error) from None
+        return values
 
     def row(self, position: int) -> dict[str, Any]:
         if not 0 <= position < self._total:
@@ -68,7 +88,10 @@ class ParquetRows:
             if rows is None:
                 import pyarrow.parquet as pq
 
-                rows = pq.ParquetFile(path).read_row_group(number).to_pylist()
+                try:
+                    rows = pq.ParquetFile(path).read_row_group(number).to_pylist()
+                except (OSError, ValueError) as error:
+                    raise _damaged(path, error) from None
                 self._cache[(path, number)] = rows
                 while len(self._cache) > self._keep:
                     self._cache.popitem(last=False)
