@@ -108,3 +108,9 @@ def test_push_takes_the_token_as_huggingface_hub_finds_it_and_never_prints_it(tm
     assert code == 0 and calls["token"] == "hf_secret_value" and "hf_secret_value" not in stdout + err
     code, _, err = run_cli(["push", str(tmp_path), "--repo_id", "org/toy"])
     assert code == 2 and "no README.md dataset card" in err
+    # a folder that is not there, or a file, says so instead of asking for its card
+    code, _, err = run_cli(["push", str(tmp_path / "nowhere"), "--repo_id", "org/toy"])
+    assert code == 2 and "nowhere: no such folder" in err and "README" not in err
+    (tmp_path / "a_file").write_text("x")
+    code, _, err = run_cli(["push", str(tmp_path / "a_file"), "--repo_id", "org/toy"])
+    assert code == 2 and "a_file: is a file, not a folder" in err

@@ -314,6 +314,9 @@ def _accepts(cls: Any, key: str) -> bool:
 def cmd_push(argv: list[str]) -> int:
     args = push_parser().parse_args(argv)
     folder = Path(args.folder).expanduser().resolve()
+    if not folder.is_dir():
+        what = "is a file, not a folder" if folder.exists() else "no such folder"
+        raise UsageError(f"audioeval push: {folder}: {what}; give the folder `audioeval build` wrote.")
     read_card(folder, f"audioeval push: {folder}")  # a built folder: a card that declares its configs
     if "/" not in args.repo_id:
         raise UsageError(f"--repo_id {args.repo_id!r}: expected org/name.")
