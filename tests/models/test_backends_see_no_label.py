@@ -26,7 +26,8 @@ POISON = "POISONED-QUERY-LABEL"
 TOY = Path(__file__).resolve().parents[1] / "fixtures" / "toy"
 TASKS = ["toy_tones", "audioicl_audio_count", "audioicl_audio_remap", "audioicl_morse_letter"]
 # backends that need weights, an endpoint or an engine; what they receive is what the spies below receive
-NOT_OFFLINE = {"hf", "vllm", "openai", "hf-chat", "cascade"}
+NOT_OFFLINE = {"hf", "vllm", "openai", "hf-chat", "cascade", "realtime"}
+OFFLINE_ARGS = {"tts": {"text_model": "demo-majority"}}  # backends that need arguments to run offline
 
 
 def _poisoned(episode: dict[str, Any]) -> dict[str, Any]:
@@ -151,7 +152,7 @@ def test_the_spies_would_see_a_label_left_in_the_view(request_pairs):
 
 @pytest.mark.parametrize("name", sorted(set(model_names()) - NOT_OFFLINE))
 def test_every_offline_backend_answers_the_same_without_the_query_label(tasks, request_pairs, tmp_path, name):
-    model = create_model(name, {}, batch_size=4, seed=0)
+    model = create_model(name, dict(OFFLINE_ARGS.get(name, {})), batch_size=4, seed=0)
     usable = [
         t for t in tasks if _accepts(model, t.name, [c for c, _ in request_pairs if c.rid.task == t.name])
     ]
