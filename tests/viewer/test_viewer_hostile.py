@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from viewer_helpers import api, get, serve
+from viewer_helpers import api, audio_parts, get, serve
 
 from audioeval.viewer.server import Handler, ViewerServer
 from tests.conftest import run_cli
@@ -354,3 +354,53 @@ def test_serving_beyond_this_machine_needs_host_and_says_so(toy_runs, monkeypatc
     code, out, err = run_cli(["view", str(toy_runs[0]), "--port", "0", "--host", "0.0.0.0"])
     assert code == 0 and "at http://0.0.0.0:" in out
     assert "serving on 0.0.0.0: anyone who can reach this address can read these runs" in err
+
+
+def _point_builder_at(run: Path, path: Path) -> None:
+    results = json.loads((run / "results.json").read_text())
+    results["configs"]["toy_tones"]["builder_file"] = str(path)
+    (run / "results.json").write_text(json.dumps(results))
+
+
+def _note_of_first_clip(run: Path, trust: bool) -> str:
+    record = json.loads((run / "samples_toy_tones.jsonl").read_text().splitlines()[0])
+    with serve(run, trust_builder_files=trust) as server:
+        parts = audio_parts(api(server, f"run/0/sample/toy_tones/{record['episode']}/{record['shots']}"))
+    assert parts and all(p["status"] == "unavailable" for p in parts)
+    return parts[0]["note"]
+
+
+def test_a_builder_file_named_by_a_foreign_results_json_is_not_run_without_trust(toy_runs, tmp_path):
+    """A run folder from someone else could name any .py file as its builder: viewing it must not run that
+    code unless the user says --trust_builder_files."""
+    run = _copy(toy_runs[0], tmp_path)
+    marker = tmp_path / "ran.txt"
+    evil = tmp_path / "evil_builder.py"
+    evil.write_text(f"from pathlib import Path\nPath({str(marker)!r}).write_text('ran')\n")
+    _point_builder_at(run, evil)
+
+    note = _note_of_first_clip(run, trust=False)
+    assert f"builder is the file {evil}" in note and "--trust_builder_files" in note
+    assert not marker.exists()
+    code, out, err = run_cli(["view", str(run), "--export", str(tmp_path / "site")])
+    assert code == 0 and not marker.exists()
+    assert f"task toy_tones's builder is the file {evil} (code outside audioeval)" in err
+
+    _note_of_first_clip(run, trust=True)  # trusted: the file runs (and, not being a builder, cannot rebuild)
+    assert marker.read_text() == "ran"
+
+
+def test_a_builder_name_outside_the_shipped_builders_is_not_imported(toy_runs, tmp_path):
+    run = _copy(toy_runs[0], tmp_path)
+    results = json.loads((run / "results.json").read_text())
+    results["configs"]["toy_tones"]["config"]["builder"] = "../../../../tmp/evil"
+    (run / "results.json").write_text(json.dumps(results))
+    note = _note_of_first_clip(run, trust=True)
+    assert "builder '../../../../tmp/evil' is not one of audioeval's builders" in note
+
+
+def test_the_toy_run_plays_its_audio_when_its_builder_file_is_trusted(toy_runs):
+    record = json.loads((toy_runs[0] / "samples_toy_tones.jsonl").read_text().splitlines()[0])
+    with serve(toy_runs[0], trust_builder_files=True) as server:
+        parts = audio_parts(api(server, f"run/0/sample/toy_tones/{record['episode']}/{record['shots']}"))
+    assert parts and all(p["status"] == "ok" for p in parts)

@@ -12,13 +12,14 @@ from audioeval.viewer.server import ViewerServer
 from audioeval.viewer.site import ServerLinks, Site
 
 
-def site_of(*run_dirs: Path) -> Site:
-    return Site([RunFolder.open(p) for p in run_dirs], ServerLinks())
+def site_of(*run_dirs: Path, trust_builder_files: bool = True) -> Site:
+    """The viewer's site for run folders; the tests made these runs, so their builder files are trusted."""
+    return Site([RunFolder.open(p) for p in run_dirs], ServerLinks(), trust_builder_files)
 
 
-def serve(*run_dirs: Path) -> ViewerServer:
+def serve(*run_dirs: Path, trust_builder_files: bool = True) -> ViewerServer:
     """A viewer server on a free port (use as a context manager)."""
-    return ViewerServer(site_of(*run_dirs), "127.0.0.1", 0)
+    return ViewerServer(site_of(*run_dirs, trust_builder_files=trust_builder_files), "127.0.0.1", 0)
 
 
 def get(server: ViewerServer, path: str, headers: dict[str, str] | None = None) -> tuple[int, dict, bytes]:

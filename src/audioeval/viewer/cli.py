@@ -7,6 +7,7 @@ import argparse
 import logging
 import sys
 from pathlib import Path
+from typing import Any
 
 from audioeval.errors import UsageError
 
@@ -36,6 +37,12 @@ def view_parser() -> argparse.ArgumentParser:
     p.add_argument("--export", metavar="DIR", help="write a static site to DIR instead of serving")
     p.add_argument("--tasks", help="with --export: only these tasks (comma list)")
     p.add_argument("--limit", type=int, help="with --export: only the first N episodes of each task")
+    p.add_argument(
+        "--trust_builder_files",
+        action="store_true",
+        help="rebuild the audio of tasks whose builder is a .py file the run names (code outside audioeval: "
+        "pass this only for runs you or someone you trust made)",
+    )
     p.add_argument("--verbosity", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     return p
 
@@ -52,11 +59,19 @@ def cmd_view(argv: list[str]) -> int:
     from audioeval.viewer.run_folder import RunFolder
 
     runs = [RunFolder.open(path) for path in args.runs]
+    if not args.trust_builder_files:
+        _say_untrusted_builders(runs)
     if args.export is not None:
         from audioeval.viewer.export import export_site
 
         tasks = [t.strip() for t in args.tasks.split(",") if t.strip()] if args.tasks else None
-        summary = export_site(runs, Path(args.export).expanduser(), tasks=tasks, limit=args.limit)
+        summary = export_site(
+            runs,
+            Path(args.export).expanduser(),
+            tasks=tasks,
+            limit=args.limit,
+            trust_builder_files=args.trust_builder_files,
+        )
         print(
             f"audioeval view: wrote {summary.folder}/index.html ({summary.samples} samples, {summary.clips} clips, "
             f"{summary.bytes / 1e6:.1f} MB); open it in a browser, no server needed."
@@ -72,7 +87,7 @@ def cmd_view(argv: list[str]) -> int:
     from audioeval.viewer.server import ViewerServer
     from audioeval.viewer.site import ServerLinks, Site
 
-    server = ViewerServer(Site(runs, ServerLinks()), args.host, args.port)
+    server = ViewerServer(Site(runs, ServerLinks(), args.trust_builder_files), args.host, args.port)
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         log.warning("serving on %s: anyone who can reach this address can read these runs.", args.host)
     print(f"audioeval view: {len(runs)} run(s) at {server.url}  (Ctrl-C to stop)", flush=True)
@@ -83,3 +98,15 @@ def cmd_view(argv: list[str]) -> int:
     finally:
         server.close()
     return 0
+
+
+def _say_untrusted_builders(runs: list[Any]) -> None:
+    from audioeval.viewer.regenerate import builder_files
+
+    for run in runs:
+        for task, path in builder_files((run.results or {}).get("configs")).items():
+            print(
+                f"audioeval view: {run.path}: task {task}'s builder is the file {path} (code outside audioeval): "
+                "its audio is not rebuilt; pass --trust_builder_files to run it.",
+                file=sys.stderr,
+            )

@@ -106,12 +106,16 @@ def _copy_spoken(run: RunFolder, detail: dict[str, object], folder: Path) -> int
 
 
 def export_site(
-    runs: list[RunFolder], folder: Path, tasks: list[str] | None = None, limit: int | None = None
+    runs: list[RunFolder],
+    folder: Path,
+    tasks: list[str] | None = None,
+    limit: int | None = None,
+    trust_builder_files: bool = False,
 ) -> ExportSummary:
     for run in runs:
         select(run, tasks, limit)
     prepare_folder(folder)
-    site = Site(runs, ExportLinks())
+    site = Site(runs, ExportLinks(), trust_builder_files)
     size = 0
     (folder / "index.html").write_bytes(index_page("static"))
     (folder / "static").mkdir()

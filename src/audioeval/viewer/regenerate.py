@@ -5,6 +5,10 @@ kwargs, seed included) and, for a task run under `--augment`, the condition. Epi
 (config, seed, index), so the builder rebuilds the episode (degraded as the run degraded it) and every clip the sample log names by sha256 is looked up among the episode's clips. A clip whose
 sha256 is not there (another audioeval version, a changed builder, a different corpus) is reported as such and
 never served: the browser only ever plays audio identical to what the model heard.
+
+A builder given by file path is code outside audioeval, named by results.json: a run folder from someone else
+could name any file. The viewer runs such a file only when the user says `--trust_builder_files`; a builder
+name must be one of the shipped builders.
 """
 
 from __future__ import annotations
@@ -92,9 +96,12 @@ def episode_clips(episode: dict[str, Any]) -> list[RebuiltClip]:
 class TaskEpisodes:
     """The episodes of one task of one run, rebuilt on demand (the last few kept)."""
 
-    def __init__(self, task: str, recorded: dict[str, Any] | None, keep: int = 48) -> None:
+    def __init__(
+        self, task: str, recorded: dict[str, Any] | None, trust_builder_files: bool = False, keep: int = 48
+    ) -> None:
         self.task = task
         self.recorded = recorded
+        self.trust_builder_files = trust_builder_files
         self._builder: EpisodeBuilder | None = None
         self._problem: str | None = None
         self._episodes: OrderedDict[int, EpisodeClips] = OrderedDict()
@@ -120,7 +127,13 @@ class TaskEpisodes:
             if not recorded_file or not Path(recorded_file).is_file():
                 where = recorded_file or "(not recorded by this run)"
                 raise _Unavailable(f"builder file {name} is not at {where}")
+            if not self.trust_builder_files:
+                raise _Unavailable(untrusted_builder_note(str(recorded_file)))
             name = str(recorded_file)
+        elif name not in builder_names():
+            raise _Unavailable(
+                f"builder {name!r} is not one of audioeval's builders ({', '.join(builder_names())})"
+            )
         builder = make_builder(
             name,
             config.get("builder_config"),
@@ -155,18 +168,36 @@ class TaskEpisodes:
             return rebuilt
 
 
+def untrusted_builder_note(path: str) -> str:
+    return (
+        f"not rebuilt: its builder is the file {path}, code outside audioeval; "
+        "the viewer runs it only with --trust_builder_files"
+    )
+
+
+def builder_files(configs: dict[str, Any] | None) -> dict[str, str]:
+    """task -> the builder file its run recorded, for the tasks whose builder is code outside audioeval."""
+    out: dict[str, str] = {}
+    for task, block in (configs or {}).items():
+        config = block.get("config") if isinstance(block, dict) else None
+        if isinstance(config, dict) and str(config.get("builder") or "").endswith(".py"):
+            out[str(task)] = str(block.get("builder_file") or config["builder"])
+    return out
+
+
 class RunAudio:
     """Every task's episodes of one run."""
 
-    def __init__(self, configs: dict[str, Any] | None) -> None:
+    def __init__(self, configs: dict[str, Any] | None, trust_builder_files: bool = False) -> None:
         self._configs = configs or {}
+        self._trust = trust_builder_files
         self._tasks: dict[str, TaskEpisodes] = {}
         self._lock = threading.Lock()
 
     def task(self, name: str) -> TaskEpisodes:
         with self._lock:
             if name not in self._tasks:
-                self._tasks[name] = TaskEpisodes(name, self._configs.get(name))
+                self._tasks[name] = TaskEpisodes(name, self._configs.get(name), self._trust)
             return self._tasks[name]
 
     def episode(self, task: str, index: int) -> EpisodeClips:

@@ -52,10 +52,10 @@ def is_failure_score(name: str) -> bool:
 
 
 class Site:
-    def __init__(self, runs: list[RunFolder], links: Links) -> None:
+    def __init__(self, runs: list[RunFolder], links: Links, trust_builder_files: bool = False) -> None:
         self.runs = runs
         self.links = links
-        self.audio = [RunAudio((run.results or {}).get("configs")) for run in runs]
+        self.audio = [RunAudio((run.results or {}).get("configs"), trust_builder_files) for run in runs]
 
     def get(self, path: str) -> Any | None:
         """The payload at `path`, or None when there is none."""
