@@ -89,7 +89,7 @@ def test_a_sweep_reports_each_condition_beside_the_clean_run(tmp_path):
     regenerated = recorded_episode(builder, 5, config["augment"])
     sample = next(r for r in load_samples(run, "toy_tones@noise_snr=5") if r["episode"] == 5)
     assert _query_sha(sample) == regenerated["query"]["clips"][0]["audio"].sha256
-    audio = RunAudio(results["configs"])
+    audio = RunAudio(results["configs"], trust_builder_files=True)
     assert audio.wav("toy_tones@noise_snr=5", 5, _query_sha(sample)) is not None
     assert audio.wav("toy_tones", 5, _query_sha(sample)) is None  # the clean episode holds the clean clip
 

@@ -60,7 +60,7 @@ def test_a_built_folder_gives_the_synthesized_results_and_records_its_content_ha
 
     sample = load_samples(stored, "toy_tones")[0]
     clip = next(part for m in sample["messages"] for part in m["content"] if part["type"] == "audio")
-    audio = RunAudio(load_results(stored)["configs"])
+    audio = RunAudio(load_results(stored)["configs"], trust_builder_files=True)
     assert audio.wav("toy_tones", sample["episode"], clip["sha256"]) is not None
 
 
@@ -151,6 +151,7 @@ def test_a_hub_dataset_is_read_from_the_cache_offline_and_its_commit_recorded(
         ]
     )
     assert code == 2 and "not in the local Hugging Face cache" in err
+    assert "`hf download org/elsewhere --repo-type dataset`" in err and "HF_HUB_OFFLINE=1" in err
 
 
 def _fails(task_args: str, tasks: str = "toy_tones") -> str:
@@ -202,6 +203,26 @@ def test_bad_datasets_are_named_with_what_is_missing(toy_build, tmp_path, monkey
     card = other_benchmark / "README.md"
     card.write_text(card.read_text().replace("benchmark: toy_tones", "benchmark: adu_bench"))
     assert "holds episodes of 'adu_bench'" in _fails(f"dataset={other_benchmark}")
+
+
+def test_a_careless_dataset_value_says_what_it_is_not(toy_build, tmp_path, monkeypatch):
+    """Empty, a path to nothing, a file, another benchmark's name: each one line saying which, never a run
+    that silently generates or a list of unrelated folders."""
+    monkeypatch.chdir(tmp_path)
+    err = _fails("dataset=")
+    assert "--task_args dataset= is empty" in err
+    assert "no such folder" in _fails("dataset=./nowhere")
+    err = _fails(f"dataset={toy_build.parent / 'toy_hb'}")
+    assert f"no such folder (did you mean {toy_build}?)" in err
+    assert f"no such folder (nor is there a folder {tmp_path / 'gone'})" in _fails(
+        f"dataset={tmp_path / 'gone' / 'deeper'}"
+    )
+    a_file = tmp_path / "rows.txt"
+    a_file.write_text("not a dataset")
+    assert "rows.txt: this is a file, not a folder" in _fails(f"dataset={a_file}")
+    err = _fails("dataset=adu_bench")
+    assert "dataset=adu_bench: that is another benchmark; this task's episodes are toy_tones's" in err
+    assert "Traceback" not in err
 
 
 def test_the_benchmark_name_means_generating_the_episodes(tmp_path):

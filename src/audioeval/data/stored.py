@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from audioeval.errors import DataError, unknown_name_message
+from audioeval.errors import DataError, close_matches, unknown_name_message
 
 _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[A-Za-z0-9][\w.\-]*(@[\w.\-/]+)?$")
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
@@ -55,30 +55,50 @@ class DatasetLocation:
         }
 
 
+_HINT = (
+    "Give a folder written by `audioeval build`, a Hugging Face dataset id such as org/name "
+    "(org/name@revision for a fixed revision), or a benchmark name to generate the episodes."
+)
+
+
 def locate(spec: str, known_names: Iterable[str]) -> DatasetLocation:
-    """A local folder if `spec` is one, else a Hub repository id; anything else is an error naming the close
-    matches among the benchmark names and the folders next to it."""
+    """A local folder if `spec` is one, else a Hub repository id; anything else is an error saying which
+    (empty, no such folder, a file, neither) and naming the close matches among the benchmark names."""
     text = str(spec).strip()
+    if not text:
+        raise DataError(f"--task_args dataset= is empty. {_HINT}")
     path = Path(text).expanduser()
     if path.is_dir():
         return DatasetLocation(spec=text, folder=path.resolve())
-    if _REPO_ID.match(text) and not path.exists():
+    if _REPO_ID.match(text) and not path.exists() and not _looks_like_a_path(text):
         repo_id, _, revision = text.partition("@")
         folder = Path(_snapshot(repo_id, revision or None, ["README.md"]))
         commit = folder.name if _COMMIT.match(folder.name) else _commit_of(repo_id, revision or None)
         return DatasetLocation(spec=text, folder=folder, repo_id=repo_id, commit=commit)
-    parent = path.parent if str(path.parent) not in ("", ".") else Path.cwd()
-    nearby = [p.name for p in parent.iterdir() if p.is_dir()] if parent.is_dir() else []
+    if path.exists():
+        raise DataError(f"--task_args dataset={text}: this is a file, not a folder. {_HINT}")
+    if _looks_like_a_path(text):
+        raise DataError(f"--task_args dataset={text}: no such folder{_nearby(path)}. {_HINT}")
     raise DataError(
-        "--task_args dataset: "
-        + unknown_name_message(
-            "dataset",
-            text,
-            [*known_names, *nearby],
-            "Give a folder written by `audioeval build`, a Hugging Face dataset id such as org/name "
-            "(org/name@revision for a fixed revision), or a benchmark name to generate the episodes.",
-        )
+        "--task_args dataset: " + unknown_name_message("dataset", text, sorted(set(known_names)), _HINT)
     )
+
+
+def _looks_like_a_path(text: str) -> bool:
+    return text.startswith((".", "/", "~")) or "\\" in text or text.count("/") > 1
+
+
+def _nearby(path: Path) -> str:
+    """Close matches among the folders beside where `path` points, when there are any."""
+    parent = path.parent
+    if not parent.is_dir():
+        return f" (nor is there a folder {parent})"
+    try:
+        names = [p.name for p in parent.iterdir() if p.is_dir()]
+    except OSError:
+        return ""
+    matches = close_matches(path.name, names)
+    return f" (did you mean {', '.join(str(parent / m) for m in matches)}?)" if matches else ""
 
 
 def _snapshot(repo_id: str, revision: str | None, patterns: list[str]) -> str:
@@ -90,7 +110,9 @@ def _snapshot(repo_id: str, revision: str | None, patterns: list[str]) -> str:
     except (LocalEntryNotFoundError, OfflineModeIsEnabled) as err:
         raise DataError(
             f"--task_args dataset={repo_id}: not in the local Hugging Face cache and the Hub cannot be reached "
-            f"({type(err).__name__}). Download it once online, or build it locally with `audioeval build`."
+            f"({type(err).__name__}). Download it once where the Hub is reachable "
+            f"(`hf download {repo_id} --repo-type dataset`, then run with HF_HUB_OFFLINE=1), give the folder "
+            "it is in, or build it locally with `audioeval build`."
         ) from err
     except (HfHubHTTPError, OSError, ValueError) as err:
         raise DataError(f"--task_args dataset={repo_id}: cannot fetch it from the Hub ({err}).") from err

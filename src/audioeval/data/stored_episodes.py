@@ -247,4 +247,9 @@ def open_episodes(builder: Any, spec: str, benchmark: str, split: str, known_nam
     """The episodes a task evaluates: the builder itself when `spec` names the benchmark, else the data."""
     if spec == benchmark:
         return builder
+    if spec in known_names and not Path(spec).is_dir():
+        raise DataError(
+            f"--task_args dataset={spec}: that is another benchmark; this task's episodes are {benchmark}'s. "
+            f"Give dataset={benchmark} (or leave it out) to generate them, or a folder or Hub id holding them."
+        )
     return DatasetEpisodes(builder, locate(spec, known_names), benchmark, split)

@@ -155,7 +155,7 @@ def prepare_tasks(
             source=str(config.path),
         )
         stored = config.param_values.get("dataset")
-        builder = _stored_episodes(made, config, own_args) if stored else made
+        builder = _stored_episodes(made, config, own_args) if stored is not None else made
         log.debug("builder for %s ready in %.2fs", config.name, time.perf_counter() - started)
         shots_requested = list(num_fewshot) if num_fewshot is not None else list(config.num_fewshot)
         shots = [k for k in shots_requested if k >= config.min_shots]
