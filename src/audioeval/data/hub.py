@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import shutil
 import time
 from pathlib import Path
@@ -24,6 +23,7 @@ from audioeval.augment.build import degraded_builders
 from audioeval.augment.plan import CONDITION_SEPARATOR, parse_augment
 from audioeval.data.builders import builder_config_names, builder_names, load_builder_class, make_builder
 from audioeval.data.card import GENERATION_FLAGS, Build, ConfigStats, card_text, public_parameters, read_card
+from audioeval.data.destination import fresh_destination, make_staging
 from audioeval.errors import UsageError, unknown_name_message
 from audioeval.kvargs import parse_kv
 
@@ -186,6 +186,10 @@ def _approx_bytes(obj: Any) -> int:
 
 def cmd_build(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
+    for flag, least in (("n_episodes", 1), ("max_shots", 0), ("seed", 0)):
+        value = getattr(args, flag)
+        if value is not None and value < least:
+            raise UsageError(f"--{flag} must be at least {least}, got {value}.")
     cls = _builder_class(args)
     configs = _chosen_configs(args, cls)
     kwargs = parse_kv(args.builder_args, "--builder_args")
@@ -240,12 +244,9 @@ def _chosen_configs(args: argparse.Namespace, cls: Any) -> list[str]:
 
 def _destination(args: argparse.Namespace) -> Path:
     # default: a folder named like the benchmark, which datasets.load_dataset("<benchmark>") finds by name
-    destination = Path(args.output_dir or Path(args.benchmark).stem).expanduser().resolve()
-    if destination.exists() and any(destination.iterdir()) and not args.overwrite:
-        raise UsageError(
-            f"--output_dir {destination} exists and is not empty; choose another folder or pass --overwrite."
-        )
-    return destination
+    return fresh_destination(
+        "--output_dir", Path(args.output_dir or Path(args.benchmark).stem), args.overwrite
+    )
 
 
 def _checked_builders(
@@ -273,12 +274,7 @@ def _write_folder(
 ) -> dict[str, ConfigStats]:
     """Every config's shards and the card, written into a staging folder renamed to `destination` on success:
     a failed or interrupted build leaves nothing half-written there."""
-    try:
-        destination.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise UsageError(f"--output_dir {destination}: cannot create it ({err.strerror or err}).") from err
-    staging = destination.parent / f".{destination.name}.building-{os.getpid()}"
-    shutil.rmtree(staging, ignore_errors=True)
+    staging = make_staging("--output_dir", destination, "building")
     benchmark = Path(args.benchmark).stem
     try:
         stats = {c: _write_config(b, staging / c) for c, b in builders.items()}

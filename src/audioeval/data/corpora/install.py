@@ -8,7 +8,6 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import logging
-import os
 import shutil
 import tarfile
 import zipfile
@@ -16,6 +15,7 @@ from pathlib import Path
 
 from audioeval.data.about import Corpus, Download
 from audioeval.data.corpora import remote
+from audioeval.data.destination import fresh_destination, make_staging
 from audioeval.data.stored import content_digest, file_sha256
 from audioeval.errors import DataError, UsageError
 
@@ -28,14 +28,8 @@ def install(corpus: Corpus, destination: Path, overwrite: bool = False) -> Path:
             f"audioeval corpora download {corpus.name}: no automatic download for {corpus.title}: "
             f"{corpus.download_note}. Then check the folder with `audioeval corpora check {corpus.name} DIR`."
         )
-    destination = destination.expanduser().resolve()
-    if destination.exists() and any(destination.iterdir()) and not overwrite:
-        raise UsageError(
-            f"--to {destination} exists and is not empty; choose another folder or pass --overwrite."
-        )
-    destination.parent.mkdir(parents=True, exist_ok=True)
-    staging = destination.parent / f".{destination.name}.downloading-{os.getpid()}"
-    shutil.rmtree(staging, ignore_errors=True)
+    destination = fresh_destination("--to", destination, overwrite)
+    staging = make_staging("--to", destination, "downloading")
     try:
         root = staging / "corpus"
         fetch(corpus.download, root, staging / "work")
