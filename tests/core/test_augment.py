@@ -225,12 +225,22 @@ def test_condition_record_round_trips(toy):
         (["noise_snr=10,0", "gain_db=0,6"], "query", "sweep one transform per run"),
         (["noise_snr=10", "noise_snr=0"], "query", "is given twice"),
         (["noise_snr=10"], "demo", "--augment_target 'demo': choose one of query"),
+        (["noise_snr=nan"], "query", "level nan is out of range; noise_snr takes a number in [-30, 60] dB"),
+        (["noise_snr=inf"], "query", "level inf is out of range"),
+        (["gain_db=-inf"], "query", "level -inf is out of range; gain_db takes a number in [-60, 40] dB"),
+        (["gain_db=1e999"], "query", "level 1e999 is out of range"),
+        (["noise_snr=0x10"], "query", "level '0x10' is not a number"),
+        (["noise_snr=10,"], "query", "level '' is not a number"),
+        ([""], "query", "--augment is given an empty value; name a transform, e.g. --augment noise_snr=15"),
+        (["noise_snr=" + "9" * 5000], "query", "… (5000 characters) is out of range"),
+        (["x" * 500], "query", "unknown transform 'xxxxxxxxxx"),
     ],
 )
 def test_bad_flags_say_what_is_accepted(flags, target, expected):
     with pytest.raises(UsageError) as err:
         parse_augment(flags, target)
     assert expected in str(err.value)
+    assert len(str(err.value)) < 1500  # a huge value is quoted cut, not echoed whole
 
 
 def test_bad_flags_from_the_command_line_exit_2_without_a_traceback(toy_dir):

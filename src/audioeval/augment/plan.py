@@ -107,13 +107,24 @@ def catalogue_listing() -> str:
     return "\n".join(lines)
 
 
+def _shown(text: str, limit: int = 60) -> str:
+    """A user's value as an error message quotes it: whole when short, cut with its length when not."""
+    text = text.strip()
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} characters)"
+
+
 def _parse_flag(text: str) -> tuple[str, list[float | None]]:
+    if not text.strip():
+        raise UsageError(
+            f"--augment is given an empty value; name a transform, e.g. --augment noise_snr=15. "
+            f"Accepted transforms and levels: {catalogue_text()}."
+        )
     name, sep, levels_text = text.strip().partition("=")
     name = name.strip()
     if name not in TRANSFORMS:
         raise UsageError(
             "--augment: "
-            + unknown_name_message("transform", name, TRANSFORMS)
+            + unknown_name_message("transform", _shown(name), TRANSFORMS)
             + f" Accepted transforms and levels: {catalogue_text()}."
         )
     spec = TRANSFORMS[name]
@@ -131,15 +142,15 @@ def _parse_flag(text: str) -> tuple[str, list[float | None]]:
             level = float(raw)
         except ValueError:
             raise UsageError(
-                f"--augment {text}: level {raw.strip()!r} is not a number; {name} takes {spec.accepted()}."
+                f"--augment {_shown(text)}: level {_shown(raw)!r} is not a number; {name} takes {spec.accepted()}."
             ) from None
         problem = spec.level_error(level)
         if problem is not None:
             raise UsageError(
-                f"--augment {text}: level {raw.strip()} is out of range; {name} takes {problem}."
+                f"--augment {_shown(text)}: level {_shown(raw)} is out of range; {name} takes {problem}."
             )
         if level in levels:
-            raise UsageError(f"--augment {text}: level {raw.strip()} is listed twice.")
+            raise UsageError(f"--augment {_shown(text)}: level {_shown(raw)} is listed twice.")
         levels.append(level)
     return name, levels
 
@@ -175,7 +186,7 @@ def parse_augment(flags: list[str], target: str = "query") -> AugmentPlan | None
             + "; ".join(f"{k} ({v})" for k, v in TARGETS.items())
             + "."
         )
-    parsed = [_parse_flag(f) for f in flags if f.strip()]
+    parsed = [_parse_flag(f) for f in flags]
     names = [n for n, _ in parsed]
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
