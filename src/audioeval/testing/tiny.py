@@ -272,23 +272,26 @@ def build_qwen2_5_omni(out: Path, seed: int = 0) -> Path:
     return out
 
 
-def build_qwen3_omni(out: Path, seed: int = 0) -> Path:
-    """Qwen3-Omni's thinker (a mixture-of-experts decoder: 4 experts, 2 active) in the full-model layout."""
-    from transformers import Qwen3OmniMoeConfig, Qwen3OmniMoeForConditionalGeneration
+QWEN3_OMNI_NAMED = {
+    "audio_token": "<|audio_pad|>",
+    "audio_bos_token": "<|audio_start|>",
+    "audio_eos_token": "<|audio_end|>",
+    "image_token": "<|image_pad|>",
+    "video_token": "<|video_pad|>",
+    "vision_bos_token": "<|vision_start|>",
+    "vision_eos_token": "<|vision_end|>",
+}
+QWEN3_OMNI_CHAT_TEMPLATE = OMNI_CHAT_TEMPLATE.replace(
+    "<|audio_bos|><|AUDIO|><|audio_eos|>", "<|audio_start|><|audio_pad|><|audio_end|>"
+)
 
-    named = {
-        "audio_token": "<|audio_pad|>",
-        "audio_bos_token": "<|audio_start|>",
-        "audio_eos_token": "<|audio_end|>",
-        "image_token": "<|image_pad|>",
-        "video_token": "<|video_pad|>",
-        "vision_bos_token": "<|vision_start|>",
-        "vision_eos_token": "<|vision_end|>",
-    }
-    tokenizer = _train_tokenizer(("<|endoftext|>", "<|im_start|>", "<|im_end|>", *named.values()), named)
-    ids = {name: tokenizer.convert_tokens_to_ids(token) for name, token in named.items()}
+
+def qwen3_omni_thinker_config(tokenizer: Any) -> dict[str, Any]:
+    """Qwen3-Omni's thinker (a mixture-of-experts decoder: 4 experts, 2 active), for a tokenizer holding the
+    family's special tokens (`QWEN3_OMNI_NAMED`)."""
+    ids = {name: tokenizer.convert_tokens_to_ids(token) for name, token in QWEN3_OMNI_NAMED.items()}
     head_dim = _TEXT["hidden_size"] // _TEXT["num_attention_heads"]
-    thinker = {
+    return {
         "audio_config": {
             **_ENCODER,
             "num_mel_bins": MEL_BINS,
@@ -329,13 +332,21 @@ def build_qwen3_omni(out: Path, seed: int = 0) -> Path:
         "audio_start_token_id": ids["audio_bos_token"],
         "vision_start_token_id": ids["vision_bos_token"],
     }
-    config = Qwen3OmniMoeConfig(thinker_config=thinker, enable_audio_output=False)
+
+
+def build_qwen3_omni(out: Path, seed: int = 0) -> Path:
+    """Qwen3-Omni's thinker in the full-model layout, without the talker (text output only); the checkpoint
+    that also speaks is audioeval.testing.tiny_omni's."""
+    from transformers import Qwen3OmniMoeConfig, Qwen3OmniMoeForConditionalGeneration
+
+    specials = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", *QWEN3_OMNI_NAMED.values())
+    tokenizer = _train_tokenizer(specials, QWEN3_OMNI_NAMED)
+    config = Qwen3OmniMoeConfig(
+        thinker_config=qwen3_omni_thinker_config(tokenizer), enable_audio_output=False
+    )
     _seeded(seed)
     model = Qwen3OmniMoeForConditionalGeneration(config)
-    template = OMNI_CHAT_TEMPLATE.replace(
-        "<|audio_bos|><|AUDIO|><|audio_eos|>", "<|audio_start|><|audio_pad|><|audio_end|>"
-    )
-    _save_omni_processor(out, tokenizer, template, "Qwen3OmniMoeProcessor")
+    _save_omni_processor(out, tokenizer, QWEN3_OMNI_CHAT_TEMPLATE, "Qwen3OmniMoeProcessor")
     _save_model(model, tokenizer, out)
     return out
 
