@@ -78,6 +78,10 @@ class FamilyAdapter:
     video_processor_optional: bool = False
     processor_kwargs: dict[str, Any] = field(default_factory=dict)
     notes: str = ""
+    # The transformers class that answers in text and speech (`--model_args audio_output=true`; hf/speech.py),
+    # None where the hf backend has no speech output for the family; `speech_note` says why in its error.
+    speech_class: str | None = None
+    speech_note: str = ""
 
 
 FAMILIES: tuple[FamilyAdapter, ...] = (
@@ -101,6 +105,7 @@ FAMILIES: tuple[FamilyAdapter, ...] = (
         audio_limit=_whisper_window,
         video_processor_optional=True,
         notes="Only the thinker is loaded (the `thinker.` weights of the full checkpoint); no speech output.",
+        speech_note="Its talker's speakers live in spk_dict.pt, outside config.json; that path is not wired.",
     ),
     FamilyAdapter(
         name="qwen3_omni",
@@ -110,7 +115,9 @@ FAMILIES: tuple[FamilyAdapter, ...] = (
         default_system_prompt=QWEN_OMNI_SYSTEM_PROMPT,
         inline_placeholder=_wrapped_audio_token,
         video_processor_optional=True,
-        notes="Its extractor pads to the longest clip of a batch; see docs/models.md on batch invariance.",
+        notes="Its extractor pads to the longest clip of a batch; see docs/models.md on batch invariance. "
+        "With audio_output=true the full model (thinker, talker, vocoder) loads and answers in speech.",
+        speech_class="Qwen3OmniMoeForConditionalGeneration",
     ),
     FamilyAdapter(
         name="phi4_multimodal",

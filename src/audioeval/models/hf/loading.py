@@ -180,13 +180,16 @@ def load_model(
     device_map: str | None,
     attn_implementation: str | None,
     trust_remote_code: bool,
+    model_class: str | None = None,
 ) -> Any:
+    """The family's model class (`model_class`: another one, e.g. the class that also speaks), loaded."""
     import transformers
 
-    cls = getattr(transformers, checkpoint.family.model_class, None)
+    class_name = model_class or checkpoint.family.model_class
+    cls = getattr(transformers, class_name, None)
     if cls is None:
         raise ModelError(
-            f"transformers {transformers.__version__} has no {checkpoint.family.model_class} "
+            f"transformers {transformers.__version__} has no {class_name} "
             f"(needed for {checkpoint.family.title}); upgrade transformers."
         )
     kwargs: dict[str, Any] = {"dtype": dtype}

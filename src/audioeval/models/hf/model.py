@@ -8,6 +8,9 @@ masks and decoded greedily unless the task asks for sampling, so a sample's outp
 requests it is batched with. Under `accelerate launch` each process holds a full copy of the model on its
 own device and the evaluator gives it its own slice of the episodes (data parallel); `device_map=auto`
 spreads one copy over several GPUs instead.
+
+With `audio_output=true` (Qwen3-Omni; hf/speech.py) the model answers in speech as well: each Response carries
+the thinker's text and a `SpokenAnswer` (the 24 kHz waveform, the text as its transcript, the generation time).
 """
 
 from __future__ import annotations
@@ -37,8 +40,9 @@ from audioeval.models.hf.loading import (
     torch_dtype,
 )
 from audioeval.models.hf.prompt import build_conversation
+from audioeval.models.hf.speech import SpeechOutput, open_speech, speak, spoken_clip
 from audioeval.seeds import stable_seed
-from audioeval.types import Request, Response
+from audioeval.types import Request, Response, SpokenAnswer
 
 log = logging.getLogger("audioeval")
 
@@ -53,7 +57,7 @@ class _Prepared:
 class HFModel(Model):
     name = "hf"
     required_args = ("pretrained",)
-    arg_minimums = {"max_new_tokens": 1}
+    arg_minimums = {"max_new_tokens": 1, "talker_max_new_tokens": 1}
 
     def __init__(
         self,
@@ -70,9 +74,16 @@ class HFModel(Model):
         audio_placement: str | None = None,
         chat_template: str | None = None,
         max_audio_seconds: float | None = None,
+        audio_output: bool = False,
+        speaker: str | None = None,
+        talker_max_new_tokens: int | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        if not audio_output and (speaker is not None or talker_max_new_tokens is not None):
+            raise ModelError(
+                "--model_args speaker and talker_max_new_tokens ask for a spoken answer: add audio_output=true."
+            )
         if device_map and int(os.environ.get("WORLD_SIZE", "1")) > 1:
             raise ModelError(
                 "--model_args device_map: under `accelerate launch` each process already holds a full model on "
@@ -95,14 +106,22 @@ class HFModel(Model):
         self.style = self.frontend.style
         self.audio = self.frontend.audio
         self.sampling_rate = self.frontend.sampling_rate
-        self.model = load_model(
+        # checked from config.json before any weight loads
+        self.speech = open_speech(self.checkpoint, speaker, talker_max_new_tokens) if audio_output else None
+        self.speaks = self.speech is not None
+        model = load_model(
             self.checkpoint,
             dtype=model_dtype,
             device=select_device(device),
             device_map=device_map,
             attn_implementation=attn_implementation,
             trust_remote_code=bool(trust_remote_code),
+            model_class=self.checkpoint.family.speech_class if self.speech is not None else None,
         )
+        # Speaking: `speaker_model` is the whole model (thinker, talker, vocoder) and `model` its thinker, which
+        # is what the text path and the diagnostics use either way.
+        self.speaker_model: Any = model if self.speech is not None else None
+        self.model = model.thinker if self.speech is not None else model
         self._identity = self._make_identity()
         log.info(
             "hf: %s (%s) on %s, %s, batch size %d",
@@ -122,6 +141,7 @@ class HFModel(Model):
             "attn_implementation": getattr(self.model.config, "_attn_implementation", None),
             "default_max_new_tokens": self.max_new_tokens,
             "transformers": transformers.__version__,
+            **({"audio_output": self.speech.identity()} if self.speech is not None else {}),
         }
 
     @property
@@ -170,6 +190,11 @@ class HFModel(Model):
             )
 
     def _run(self, requests: list[Request], settings: GenerationSettings) -> list[Response]:
+        if self.speech is not None:
+            # One request at a time: the talker samples its codes (as the release does) from torch's one global
+            # generator, so in a batch each answer's audio would depend on the requests beside it. Alone and
+            # seeded from its own content, a request gets the same audio at any batch size.
+            return [self._run_spoken(request, self.speech, settings) for request in requests]
         started = time.perf_counter()
         prepared = [self._prepare(r) for r in requests]
         inputs = self._encode(prepared)
@@ -188,6 +213,43 @@ class HFModel(Model):
             info = {"truncated_audio": item.clips.truncated} if item.clips.truncated else {}
             responses.append(Response(text=settings.cut(text), latency_s=elapsed, info=info))
         return responses
+
+    def _run_spoken(self, request: Request, speech: SpeechOutput, settings: GenerationSettings) -> Response:
+        if settings.num_beams > 1:
+            raise ModelError(
+                f"{self.checkpoint.path}: task {request.rid.task!r} asks for num_beams={settings.num_beams}; "
+                "with audio_output=true the thinker decodes greedily or samples (the talker reads its hidden states)."
+            )
+        started = time.perf_counter()
+        item = self._prepare(request)
+        inputs = self._encode([item])
+        # Seeded from the request and the checkpoint's content, not its folder: the same checkpoint anywhere says
+        # the same thing (the thinker's text is greedy unless the task samples; the talker always samples).
+        content = {k: v for k, v in self.identity.items() if k != "pretrained"}
+        torch.manual_seed(stable_seed(self.seed, request.content_key(content)) % (2**63))
+        thinker_kwargs = self._generate_kwargs(settings)
+        eos = getattr(self.speaker_model.generation_config, "eos_token_id", None)
+        if eos is not None:
+            thinker_kwargs["eos_token_id"] = eos
+        with torch.inference_mode():
+            result = speak(self.speaker_model, inputs, speech, thinker_kwargs)
+        elapsed = time.perf_counter() - started
+        if result is None:
+            return Response(
+                text=None,
+                latency_s=elapsed,
+                error=f"{self.checkpoint.path.name}: the talker made no speech codes (it ended speech at once, "
+                f"or talker_max_new_tokens={speech.talker_max_new_tokens} left no step after its first)",
+            )
+        sequences, samples = result
+        text = settings.cut(
+            self.processor.batch_decode(
+                sequences[:, inputs["input_ids"].shape[1] :], skip_special_tokens=True
+            )[0]
+        )
+        info = {"truncated_audio": item.clips.truncated} if item.clips.truncated else {}
+        spoken = SpokenAnswer(spoken_clip(samples), transcript=text, generation_s=elapsed)
+        return Response(text=text, latency_s=elapsed, info=info, spoken=spoken)
 
     def next_token_logits(self, requests: list[Request]) -> Any:
         """Logits of the first generated token, one row per request (float32, on the CPU): a diagnostic to
@@ -277,6 +339,7 @@ class HFModel(Model):
 
     def close(self) -> None:
         self.model = None
+        self.speaker_model = None
         gc.collect()
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
