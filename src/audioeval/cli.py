@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from audioeval.augment.arguments import add_augment_arguments
 from audioeval.errors import AudioEvalError, TasksUnscored, UsageError
 from audioeval.kvargs import parse_kv
-from audioeval.redact import RedactingFilter, redact_text
+from audioeval.redact import RedactingFilter, redact_message
 
 if TYPE_CHECKING:  # the run's modules load only when a run starts: `--help` stays fast
     from audioeval.run.conductor import RunOutcome
@@ -30,7 +30,7 @@ DEFAULT_MODEL = "chance"
 def _say_error(err: BaseException) -> None:
     """One write per message: the ranks of a launch share stderr, and print()'s separate write of the line end
     lets another rank's message land in the middle of the line."""
-    sys.stderr.write(f"{_prefix()}error: {redact_text(str(err))}\n")
+    sys.stderr.write(f"{_prefix()}error: {redact_message(str(err))}\n")
     sys.stderr.flush()
 
 
@@ -346,8 +346,8 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_UNSCORED
     except AudioEvalError as err:
         # every rank prints its own error (prefixed with its rank); the others name the rank that failed
-        if debug:
-            traceback.print_exc()
+        if debug:  # the traceback's lines may quote a secret too (a URL, a --model_args string)
+            sys.stderr.write(redact_message(traceback.format_exc()))
         _say_error(err)
         return EXIT_ERROR
     except KeyboardInterrupt:

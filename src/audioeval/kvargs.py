@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 from audioeval.errors import UsageError, unknown_name_message
+from audioeval.redact import redact_message
 
 
 def coerce_value(text: str) -> Any:
@@ -72,11 +73,11 @@ def parse_kv(text: str | None, flag: str) -> dict[str, Any]:
         if not sep or not key or not key.replace("_", "a").replace(".", "a").replace("-", "a").isalnum():
             example = _EXAMPLES.get(flag, "key=value,key2=value2")
             raise UsageError(
-                f"{flag}: cannot read {item!r} in {text!r}. Expected the form key=value,key2=value2 "
+                f"{flag}: cannot read {redact_message(item)!r} in {redact_message(text)!r}. Expected the form key=value,key2=value2 "
                 f"(for example {flag} {example})."
             )
         if key in result:
-            raise UsageError(f"{flag}: the key {key!r} is given twice in {text!r}.")
+            raise UsageError(f"{flag}: the key {key!r} is given twice in {redact_message(text)!r}.")
         result[key] = coerce_value(value.strip())
     return result
 

@@ -1,9 +1,11 @@
 """Keeping secrets out of everything the harness writes: results.json, sample logs, logs and error messages.
 
 Keys come from the environment and are never stored, but a user may still put a secret where the harness
-records what it ran: `--model_args api_key=...`, `base_url=https://user:secret@host/v1`, or a query string
-such as `?api-key=...`. In argument dicts the values of secret-named arguments become "***"; in any text
-written anywhere, the password of a URL's userinfo and the values of secret-named query parameters do too.
+records what it ran: `--model_args api_key=...` (refused: models/base.py), `api_key_env=sk-...` (refused:
+`env_name_problem`), `base_url=https://user:secret@host/v1`, or a query string such as `?api-key=...`. In
+argument dicts the values of secret-named arguments become "***"; in any text written anywhere, the password
+of a URL's userinfo and the values of secret-named query parameters do too; in error and log messages, so do
+the values of secret-named `name=value` pairs.
 """
 
 from __future__ import annotations
@@ -26,6 +28,10 @@ _USERINFO = re.compile(
 # ?name=value or &name=value inside a URL
 _QUERY_PARAM = re.compile(r"(?P<sep>[?&;])(?P<name>[^=&#\s?;]+)=(?P<value>[^&#\s;]*)")
 _URL = re.compile(r"\b[a-z][a-z0-9+.\-]*://[^\s'\"<>]+", re.I)
+# name=value as typed in --model_args and friends (a quoted value, or up to the next comma, space or quote)
+_KV = re.compile(r"(?P<name>\b[A-Za-z][\w.\-]*)=(?P<value>'[^']*'|\"[^\"]*\"|[^,\s'\"]+)")
+# what an environment variable's name looks like (api_key_env=OPENAI_API_KEY)
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def is_secret_name(name: str) -> bool:
@@ -53,6 +59,31 @@ def redact_text(text: str) -> str:
     return _URL.sub(lambda m: _redact_url(m.group(0)), text)
 
 
+def redact_message(text: str) -> str:
+    """An error or log message with URL secrets and the values of secret-named `name=value` pairs masked
+    (a message may quote a whole --model_args string). Not for samples: a model's answer may say `key=C`."""
+
+    def pair(m: re.Match[str]) -> str:
+        return f"{m.group('name')}={MASK}" if is_secret_name(m.group("name")) else m.group(0)
+
+    return _KV.sub(pair, redact_text(text))
+
+
+def env_name_problem(value: Any) -> str | None:
+    """Why `value` cannot be the name of an environment variable holding a key (None when it can). A key
+    pasted where the variable's name goes (api_key_env=sk-...) is the usual cause; the message never
+    repeats the value."""
+    text = str(value)
+    if not _ENV_NAME.fullmatch(text):
+        return "is not the name of an environment variable (letters, digits and _ only)"
+    mixed = (
+        any(c.islower() for c in text) and any(c.isupper() for c in text) and any(c.isdigit() for c in text)
+    )
+    if len(text) >= 32 and mixed:
+        return "looks like a key rather than the name of an environment variable"
+    return None
+
+
 def redact_args(args: dict[str, Any]) -> dict[str, Any]:
     """Arguments as given on the command line (--model_args, --judge_args), secret-named values masked."""
     return {k: MASK if is_secret_name(k) and v not in (None, "") else redact(v) for k, v in args.items()}
@@ -74,7 +105,7 @@ class RedactingFilter(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
-        cleaned = redact_text(message)
+        cleaned = redact_message(message)
         if cleaned != message:
             record.msg, record.args = cleaned, None
         return True

@@ -20,6 +20,7 @@ from audioeval.errors import ModelError, UsageError, unknown_name_message
 from audioeval.kvargs import annotation_kind, check_declared, kind_error
 from audioeval.models.endpoint_stats import EndpointStats
 from audioeval.models.generation import LOCAL_GEN_KWARGS
+from audioeval.redact import env_name_problem, is_secret_name
 from audioeval.types import Request, Response
 
 if TYPE_CHECKING:  # the backend contract stays light to import (`--model list`, `--help`)
@@ -167,6 +168,20 @@ class Model(ABC):
         check_declared(gen_kwargs, cls.gen_kwargs_spec, f"{source}: model {cls.name!r}", UsageError)
 
 
+def secret_arg_message(model: str, key: str, accepted: dict[str, Any]) -> str:
+    """A key or token given as a --model_args value: refused, without repeating it. On the command line it
+    would stay in the shell's history and the process list; keys are read from the environment only."""
+    where = (
+        "put it in an environment variable and name that with api_key_env=VAR (default OPENAI_API_KEY)"
+        if "api_key_env" in accepted
+        else "this backend reads its credentials from the environment (e.g. HF_TOKEN): set it there"
+    )
+    return (
+        f"--model_args {key}: model {model!r} takes no keys on the command line (they would stay in the "
+        f"shell history and the process list); {where}."
+    )
+
+
 def check_model_args(cls: type[Model], model_args: dict[str, Any]) -> None:
     """Unknown, missing or ill-typed --model_args are an error listing the close matches."""
     cls.check_args(model_args)
@@ -182,9 +197,19 @@ def init_args(cls: type[Model]) -> dict[str, inspect.Parameter]:
 def check_init_args(cls: type[Model], model_args: dict[str, Any]) -> None:
     accepted = init_args(cls)
     for key in model_args:
+        if key not in accepted and is_secret_name(key):
+            raise ModelError(secret_arg_message(cls.name, key, accepted))
         if key not in accepted:
             raise ModelError(
                 "--model_args: " + unknown_name_message(f"argument for model {cls.name!r}", key, accepted)
+            )
+    for key, value in model_args.items():
+        problem = env_name_problem(value) if key.endswith("_env") and value is not None else None
+        if problem:
+            raise ModelError(
+                f"--model_args {key}: the value given {problem}. {key} names the environment variable that "
+                f"holds the key ({key}=OPENAI_API_KEY): put your key in a variable such as MY_KEY and pass "
+                f"{key}=MY_KEY."
             )
 
     required = [n for n, p in accepted.items() if p.default is inspect.Parameter.empty]

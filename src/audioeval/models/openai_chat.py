@@ -16,6 +16,7 @@ spoken answer (models/speech/audio_reply.py), heard by the run's ASR before it i
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import logging
 import re
@@ -23,6 +24,7 @@ import time
 import urllib.error
 import urllib.request
 from typing import Any
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from audioeval.errors import ModelError
 from audioeval.models.api.body import Encoded, JsonBody
@@ -167,13 +169,26 @@ def parse_reply(reply: Any) -> str:
     return content or ""
 
 
+def models_url_and_headers(base_url: str, api_key: str) -> tuple[str, dict[str, str]]:
+    """GET {base_url}/models as the chat requests reach the endpoint (http.py): a query string in the base URL
+    (`?api-key=...`) stays after the path, and credentials in it (http://user:password@host/v1) go as Basic
+    auth in place of the key (urllib would take `user:password@host` for the host name)."""
+    parts = urlsplit(base_url)
+    url = urlunsplit(
+        parts._replace(netloc=parts.netloc.rpartition("@")[2], path=parts.path.rstrip("/") + "/models")
+    )
+    if parts.username is None and parts.password is None:
+        return url, {"Authorization": f"Bearer {api_key}"}
+    pair = f"{unquote(parts.username or '')}:{unquote(parts.password or '')}".encode()
+    return url, {"Authorization": "Basic " + base64.b64encode(pair).decode("ascii")}
+
+
 def list_models(
     base_url: str, api_key: str, timeout: float = 10.0
 ) -> tuple[int | None, list[str] | None, str]:
     """GET {base_url}/models: (HTTP status or None without an answer, the model ids or None, what went wrong)."""
-    request = urllib.request.Request(
-        base_url.rstrip("/") + "/models", headers={"Authorization": f"Bearer {api_key}"}
-    )
+    url, headers = models_url_and_headers(base_url, api_key)
+    request = urllib.request.Request(url, headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=timeout) as reply:
             body = json.loads(reply.read())

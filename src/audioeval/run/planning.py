@@ -94,7 +94,8 @@ def check_judge_args(names: list[str], args: list[dict[str, Any]]) -> list[type[
             check_model_args(cls, backend_args)
             cls.check_gen_kwargs(sampling, "--judge_args", backend_args)
         except Exception as err:
-            raise UsageError(f"--judge {name} (judge {i + 1}): {err}") from err
+            message = str(err).replace("--model_args", "--judge_args")
+            raise UsageError(f"--judge {name} (judge {i + 1}): {message}") from err
         classes.append(cls)
     return classes
 

@@ -160,7 +160,7 @@ class FakeOpenAIServer:
                 arrival = time.perf_counter()
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) or b"{}"
-                if self.path.rstrip("/").endswith("/audio/transcriptions"):
+                if self.path.split("?")[0].rstrip("/").endswith("/audio/transcriptions"):
                     server._transcription(self, raw)
                     return
                 if server.parse_bodies:

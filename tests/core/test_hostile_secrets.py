@@ -1,0 +1,214 @@
+"""Keys given where they do not belong never reach anything the harness writes or prints: results.json, the
+samples, summary and reports, stdout and stderr (tracebacks at DEBUG too), the response cache and the episode
+store (every table, every column), the viewer (served and exported). Each run is a user's: `python -m
+audioeval` in a subprocess against the local fake servers, and every written byte is searched for the key.
+
+A key typed as an argument (`api_key=sk-...`, `api_key_env=sk-...`) is refused before anything is written,
+without being repeated; a key inside a URL (`http://user:KEY@host/v1`, `?api-key=KEY`) is used, and masked
+wherever the URL is recorded."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from audioeval.testing.fake_openai import FakeOpenAIServer
+from audioeval.testing.fake_realtime import FakeRealtimeServer
+from tests.conftest import TOY, run_cli_subprocess
+
+TOY_RUN = ["--tasks", "toy_tones", "--include_path", str(TOY), "--limit", "1", "--no_progress"]
+JUDGE = "judge-x"
+
+
+def leaks(secrets: list[str], root: Path) -> list[str]:
+    """Every file under `root` (and every row of every SQLite table there) that holds one of the secrets."""
+    found = []
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        data = path.read_bytes()
+        found += [f"{path}: {s}" for s in secrets if s.encode() in data]
+        if data[:16] == b"SQLite format 3\x00":
+            db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+            tables = [t for (t,) in db.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+            for table in tables:
+                for row in db.execute(f"SELECT * FROM {table}"):  # noqa: S608 - names read from the file
+                    text = repr(row)
+                    found += [f"{path}:{table}: {s}" for s in secrets if s in text]
+            db.close()
+    return found
+
+
+def in_text(secrets: list[str], *texts: str) -> list[str]:
+    return [s for s in secrets if any(s in t for t in texts)]
+
+
+def served_viewer(run_dir: Path) -> str:
+    """What `audioeval view RUN` serves: the page and the data the page asks for."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "audioeval", "view", str(run_dir), "--port", "0", "--verbosity", "DEBUG"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        url = line.split(" at ")[1].split()[0].rstrip("/")
+        bodies = [line]
+        for path in ("/", "/api/runs", "/api/run/0/overview", "/api/run/0/samples"):
+            with urllib.request.urlopen(url + path, timeout=30) as reply:
+                bodies.append(reply.read().decode("utf-8"))
+        assert json.loads(bodies[-1]), "the viewer served no samples: nothing was checked"
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=30)
+    return "\n".join([*bodies, err])
+
+
+def judged_reply(body: dict) -> str:
+    return "Score: 7" if body.get("model") == JUDGE else "Saturn has the most moons."
+
+
+def test_keys_in_model_and_judge_urls_reach_no_file_log_cache_or_viewer(tmp_path: Path):
+    secrets = {
+        "model_password": "sk-SECRETmodelPassword1",
+        "model_query": "sk-SECRETmodelQuery2",
+        "judge_password": "sk-SECRETjudgePassword3",
+        "judge_query": "sk-SECRETjudgeQuery4",
+        "environment": "sk-SECRETfromTheEnvironment5",
+    }
+    keys = list(secrets.values())
+    env = {**os.environ, "OPENAI_API_KEY": secrets["environment"], "AUDIOEVAL_CACHE": str(tmp_path / "work")}
+    with FakeOpenAIServer(reply=judged_reply) as server:
+        port = server.httpd.server_address[1]
+        model_url = (
+            f"http://me:{secrets['model_password']}@127.0.0.1:{port}/v1?api-key={secrets['model_query']}"
+        )
+        judge_url = (
+            f"http://me:{secrets['judge_password']}@127.0.0.1:{port}/v1?api-key={secrets['judge_query']}"
+        )
+        proc = run_cli_subprocess(
+            ["--tasks", "adu_general", "--limit", "1", "--model", "openai",
+             "--model_args", f"base_url={model_url},model=lalm,max_retries=0",
+             "--judge", "openai", "--judge_args", f"base_url={judge_url},model={JUDGE},max_retries=0",
+             "--output_path", str(tmp_path / "out"), "--cache_dir", str(tmp_path / "cache"), "--log_samples",
+             "--bootstrap_iters", "10", "--no_progress", "--verbosity", "DEBUG"],
+            env=env,
+        )  # fmt: skip
+        auth = {h.get("authorization") for h in server.headers_seen}
+    assert proc.returncode == 0, proc.stderr
+    # the keys were used (so the search below has something to miss): Basic auth from the URLs' passwords
+    assert len(auth) == 2 and all(a and a.startswith("Basic ") for a in auth)
+    run_dir = next((tmp_path / "out").glob("*/*"))
+    export = tmp_path / "export"
+    viewed = run_cli_subprocess(
+        ["view", str(run_dir), "--export", str(export), "--verbosity", "DEBUG"], env=env
+    )
+    assert viewed.returncode == 0, viewed.stderr
+    assert json.loads((run_dir / "results.json").read_text())["model"]["model_args"]["base_url"] == (
+        f"http://me:***@127.0.0.1:{port}/v1?api-key=***"
+    )
+    assert in_text(keys, proc.stdout, proc.stderr, viewed.stdout, viewed.stderr) == []
+    assert in_text(keys, served_viewer(run_dir)) == []
+    assert (tmp_path / "cache" / "responses.sqlite").exists() and (
+        tmp_path / "cache" / "episodes.sqlite"
+    ).exists()
+    assert leaks(keys, tmp_path) == []
+
+
+def test_keys_in_realtime_and_asr_urls_reach_no_file_or_log(tmp_path: Path):
+    secrets = [
+        "sk-SECRETrealtimePassword1",
+        "sk-SECRETrealtimeQuery2",
+        "sk-SECRETasrPassword3",
+        "sk-SECRETasrQuery4",
+    ]
+    with FakeRealtimeServer() as realtime, FakeOpenAIServer(transcribe=lambda wav, fields: "low") as asr:
+        rt_url = f"http://me:{secrets[0]}@127.0.0.1:{realtime.port}/v1?api-key={secrets[1]}"
+        asr_url = f"http://me:{secrets[2]}@127.0.0.1:{asr.httpd.server_address[1]}/v1?api-key={secrets[3]}"
+        proc = run_cli_subprocess(
+            [*TOY_RUN, "--model", "realtime", "--model_args", f"model=gpt-realtime,base_url={rt_url},max_retries=0",
+             "--asr", "openai", "--asr_args", f"model=whisper-1,base_url={asr_url},max_retries=0",
+             "--output_path", str(tmp_path / "out"), "--cache_dir", str(tmp_path / "cache"), "--log_samples",
+             "--bootstrap_iters", "10", "--verbosity", "DEBUG"],
+        )  # fmt: skip
+        handshake = realtime.handshakes[0]["authorization"]
+        transcribed = len(asr.transcriptions)
+    assert proc.returncode == 0, proc.stderr
+    assert (
+        handshake.startswith("Basic ") and transcribed > 0
+    )  # both endpoints were reached with the URLs' keys
+    run_dir = next((tmp_path / "out").glob("*/*"))
+    viewed = run_cli_subprocess(["view", str(run_dir), "--export", str(tmp_path / "export")])
+    assert viewed.returncode == 0, viewed.stderr
+    assert in_text(secrets, proc.stdout, proc.stderr, viewed.stdout, viewed.stderr) == []
+    assert leaks(secrets, tmp_path) == []
+
+
+KEY = "sk-SECRETtypedOnTheCommandLine9"
+HF_TOKEN = "hf_SECRETtypedOnTheCommandLine9"
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        (["--model", "openai", "--model_args", f"model=m,base_url=http://127.0.0.1:9/v1,api_key={KEY}"],
+         "audioeval: error: --model_args api_key: model 'openai' takes no keys on the command line"),
+        (["--model", "chance", "--judge", "openai", "--judge_args", f"model=j,api_key={KEY}"],
+         "audioeval: error: --judge openai (judge 1): --judge_args api_key: model 'openai' takes no keys"),
+        (["--model", "realtime", "--model_args", f"model=m,base_url=http://127.0.0.1:9/v1,api_key={KEY}"],
+         "audioeval: error: --model_args api_key: model 'realtime' takes no keys on the command line"),
+        (["--model", "hf", "--model_args", f"pretrained=/nowhere,token={HF_TOKEN}"],
+         "audioeval: error: --model_args token: model 'hf' takes no keys on the command line"),
+        # the key pasted where the variable's name goes
+        (["--model", "openai", "--model_args", f"model=m,base_url=http://127.0.0.1:9/v1,api_key_env={KEY}"],
+         "audioeval: error: --model_args api_key_env: the value given is not the name of an environment variable"),
+        (["--model", "chance", "--judge", "openai", "--judge_args", f"model=j,api_key_env={HF_TOKEN}A1b2C3d4e5F6"],
+         "audioeval: error: --judge openai (judge 1): --judge_args api_key_env: the value given looks like a key"),
+        # a malformed argument string is quoted back, its keys masked
+        (["--model", "openai", "--model_args", f"model=m,api_key={KEY},oops"],
+         "audioeval: error: --model_args: cannot read 'oops' in 'model=m,api_key=***,oops'."),
+        (["--model", "openai", "--model_args", f"api_key={KEY},api_key={KEY}"],
+         "audioeval: error: --model_args: the key 'api_key' is given twice in 'api_key=***,api_key=***'."),
+    ],
+)  # fmt: skip
+def test_a_key_typed_as_an_argument_is_refused_before_anything_is_written(tmp_path: Path, flags, expected):
+    out, cache, work = tmp_path / "out", tmp_path / "cache", tmp_path / "work"
+    args = [*TOY_RUN, *flags, "--output_path", str(out), "--cache_dir", str(cache), "--log_samples"]
+    env = {**os.environ, "AUDIOEVAL_CACHE": str(work)}
+    quiet = run_cli_subprocess(args, env=env)
+    debug = run_cli_subprocess([*args, "--verbosity", "DEBUG"], env=env)
+    assert quiet.returncode == 2 and debug.returncode == 2
+    assert quiet.stderr.startswith(expected), quiet.stderr
+    assert len(quiet.stderr.strip().splitlines()) == 1 and "Traceback" not in quiet.stderr
+    assert "Traceback" in debug.stderr  # DEBUG shows where it was raised, with the key masked there too
+    assert in_text([KEY, HF_TOKEN], quiet.stdout, quiet.stderr, debug.stdout, debug.stderr) == []
+    assert not out.exists() and not cache.exists()
+    assert leaks([KEY, HF_TOKEN], tmp_path) == []
+
+
+def test_a_wrong_key_in_the_environment_is_named_by_its_variable_not_shown(tmp_path: Path):
+    """The endpoint refuses the key: the message names the variable it came from, never the key."""
+    from audioeval.testing.fake_realtime import FakeRealtimeServer as Server
+
+    wrong = "sk-SECRETwrongKeyFromTheEnvironment"
+    env = {**os.environ, "MY_KEY": wrong}
+    with Server(api_key="sk-right") as server:
+        started = time.monotonic()
+        proc = run_cli_subprocess(
+            [*TOY_RUN, "--model", "realtime",
+             "--model_args", f"model=gpt-realtime,base_url=http://127.0.0.1:{server.port}/v1,api_key_env=MY_KEY",
+             "--asr", "none", "--spoken_text", "transcript", "--output_path", str(tmp_path / "out"),
+             "--cache_dir", str(tmp_path / "cache"), "--log_samples", "--verbosity", "DEBUG"],
+            env=env,
+        )  # fmt: skip
+    assert proc.returncode != 0 and "rejected the API key from $MY_KEY (HTTP 401" in proc.stderr
+    assert time.monotonic() - started < 120
+    assert in_text([wrong], proc.stdout, proc.stderr) == [] and leaks([wrong], tmp_path) == []
