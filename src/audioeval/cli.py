@@ -6,6 +6,7 @@ Works the same under `python -m audioeval` and `accelerate launch -m audioeval`.
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import os
 import shlex
@@ -321,6 +322,11 @@ def _where_results_went(run_dir: Path, reports: list[str], full_table: bool) -> 
     return "\n".join(lines)
 
 
+def _is_unwritable(err: OSError) -> bool:
+    """Permission denied, a read-only file system or a full disk, on a named path."""
+    return err.filename is not None and err.errno in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "DEBUG" in argv
@@ -349,6 +355,20 @@ def main(argv: list[str] | None = None) -> int:
         if debug:  # the traceback's lines may quote a secret too (a URL, a --model_args string)
             sys.stderr.write(redact_message(traceback.format_exc()))
         _say_error(err)
+        return EXIT_ERROR
+    except OSError as err:
+        if not _is_unwritable(err):
+            raise
+        # a library writing its cache under a read-only home (evaluate's and datasets' Hugging Face caches)
+        if debug:
+            sys.stderr.write(redact_message(traceback.format_exc()))
+        _say_error(
+            UsageError(
+                f"cannot write {err.filename} ({err.strerror}): make that folder writable, or move the cache "
+                "that holds it to a writable folder (HF_HOME for Hugging Face's caches, AUDIOEVAL_CACHE for "
+                "audioeval's, --cache_dir for the response cache)."
+            )
+        )
         return EXIT_ERROR
     except KeyboardInterrupt:
         if _rank() == 0:

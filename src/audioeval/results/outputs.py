@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from audioeval.errors import UsageError
-from audioeval.redact import redact
+from audioeval.redact import redact, redact_message
 
 # Present while a run is in progress and left behind by a run that did not finish (killed, interrupted, failed):
 # such a folder's results.json is missing or stale, and samples_*.rank*.partial.jsonl hold what was logged.
@@ -33,16 +33,21 @@ def safe_name(text: str) -> str:
 
 
 def make_run_dir(output_path: str | Path, model_name: str) -> Path:
-    """--output_path/<model>/<timestamp>/, created now so an unwritable path fails before any work."""
+    """--output_path/<model>/<timestamp>/, created now so an unwritable path fails before any work. Each run
+    claims a folder of its own: runs started in the same second into the same --output_path (a sweep, two
+    terminals) get <timestamp>_2, _3, ... whichever creates its folder first, and never share one."""
     stamp = time.strftime("%Y-%m-%dT%H-%M-%S")
     base = Path(output_path).expanduser() / safe_name(model_name)
-    run_dir = base / stamp
     suffix = 1
-    while run_dir.exists():
-        suffix += 1
-        run_dir = base / f"{stamp}_{suffix}"
     try:
-        run_dir.mkdir(parents=True)
+        base.mkdir(parents=True, exist_ok=True)
+        while True:
+            run_dir = base / (stamp if suffix == 1 else f"{stamp}_{suffix}")
+            try:
+                run_dir.mkdir()  # atomic: of two runs creating the same name, one gets FileExistsError
+                break
+            except FileExistsError:
+                suffix += 1
         (run_dir / INCOMPLETE_MARKER).write_text(_INCOMPLETE_TEXT.format(reason=""))
     except OSError as err:
         raise UsageError(
@@ -54,7 +59,9 @@ def make_run_dir(output_path: str | Path, model_name: str) -> Path:
 def mark_failed(run_dir: Path, reason: str) -> None:
     """Say in the run folder's marker why the run stopped."""
     try:
-        (run_dir / INCOMPLETE_MARKER).write_text(_INCOMPLETE_TEXT.format(reason=f" ({redact(reason)})"))
+        (run_dir / INCOMPLETE_MARKER).write_text(
+            _INCOMPLETE_TEXT.format(reason=f" ({redact_message(reason)})")
+        )
     except OSError:
         pass
 

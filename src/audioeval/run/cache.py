@@ -8,9 +8,12 @@ not decode to the clip it names is a miss, so the request is asked again rather 
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
+import os
 import sqlite3
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -118,6 +121,38 @@ def _is_damage(err: sqlite3.Error) -> bool:
     )
 
 
+def _is_unwritable(err: sqlite3.Error) -> bool:
+    """Read-only file or folder, full disk, I/O error: retrying does not help."""
+    name = getattr(err, "sqlite_errorname", "")
+    return name.startswith(("SQLITE_READONLY", "SQLITE_FULL", "SQLITE_IOERR", "SQLITE_CANTOPEN")) or any(
+        s in str(err) for s in ("readonly database", "disk is full", "disk I/O error")
+    )
+
+
+def probe_writable(folder: Path) -> None:
+    """Create and remove a file in `folder`, or in its nearest existing parent when it is not there yet (it is
+    left uncreated): what a write needs, whoever runs (permission bits do not stop root, a read-only mount or
+    an immutable folder do; os.access cannot tell). OSError when it cannot be written."""
+    folder = Path(folder).absolute()
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(folder))
+    fd, name = tempfile.mkstemp(dir=folder, prefix=".audioeval-write-probe-")
+    os.close(fd)
+    os.unlink(name)
+
+
+def _probe_write(db: sqlite3.Connection) -> None:
+    """A write rolled back: SQLite opens a file it may not write read-only without a word, and every later
+    write would fail mid-run."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        db.execute("CREATE TABLE IF NOT EXISTS write_probe (x)")
+    finally:
+        db.execute("ROLLBACK")
+
+
 def damage_advice(path: Path, err: sqlite3.Error) -> str:
     return (
         f"the response cache {path} is damaged ({err}). Move it aside (mv {path} {path}.damaged, with its -wal "
@@ -128,30 +163,43 @@ def damage_advice(path: Path, err: sqlite3.Error) -> str:
 
 class ResponseCache:
     """A damaged file met mid-run does not stop the run: the cache is dropped with one warning and the run goes
-    on, keeping every answer it computes for its own results (`damage` says what happened)."""
+    on, keeping every answer it computes for its own results (`damage` says what happened). So does a cache
+    that can no longer be written (the disk filled up, the file was made read-only). One that cannot be written
+    from the start is an error before any model work: `source` names where its folder came from."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, source: str = "--cache_dir") -> None:
         self.path = Path(path)
         self.damage: str | None = None
+        advice = "Point --cache_dir at a writable folder, or pass --no_cache (a killed run then starts over)."
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            probe_writable(self.path.parent)
+        except OSError as err:
+            raise UsageError(
+                f"{source}: the response cache folder {self.path.parent} is not writable "
+                f"({err.strerror or err}). {advice}"
+            ) from err
+        try:
             self._db = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA busy_timeout=60000")
             self._db.executescript(_SCHEMA)
+            _probe_write(self._db)
         except sqlite3.Error as err:
             if _is_damage(err):
-                raise UsageError(f"--cache_dir: {damage_advice(self.path, err)} Or pass --no_cache.") from err
+                raise UsageError(f"{source}: {damage_advice(self.path, err)} Or pass --no_cache.") from err
             raise UsageError(
-                f"--cache_dir: cannot open the response cache {self.path}: {err}. "
-                "Point --cache_dir at a writable folder or pass --no_cache."
+                f"{source}: cannot write the response cache {self.path} ({err}). {advice}"
             ) from err
-        except OSError as err:
-            raise UsageError(
-                f"--cache_dir: cannot open the response cache {self.path}: {err}. "
-                "Point --cache_dir at a writable folder or pass --no_cache."
-            ) from err
+
+    def _unwritable(self, err: sqlite3.Error) -> None:
+        if self.damage is None:
+            self.damage = (
+                f"the response cache {self.path} could not be written ({err}): the answers from then on were "
+                "not cached. Free space or make it writable again; a rerun asks only for what is missing."
+            )
+            log.warning("%s This run goes on without the cache.", self.damage)
 
     def _damaged(self, err: sqlite3.Error) -> None:
         if self.damage is None:
@@ -180,6 +228,9 @@ class ResponseCache:
         try:
             self._put_many(entries)
         except sqlite3.DatabaseError as err:
+            if _is_unwritable(err):
+                self._unwritable(err)
+                return
             if not _is_damage(err):
                 raise
             self._damaged(err)
@@ -234,12 +285,12 @@ class ResponseCache:
                 self._db.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?)", rows)
                 self._db.execute("COMMIT")
                 return
-            except sqlite3.OperationalError:
+            except sqlite3.OperationalError as err:
                 try:
                     self._db.execute("ROLLBACK")
                 except sqlite3.Error:
                     pass
-                if attempt == 4:
+                if attempt == 4 or _is_unwritable(err):
                     raise
                 time.sleep(0.2 * (attempt + 1))
 

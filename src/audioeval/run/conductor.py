@@ -32,7 +32,7 @@ from audioeval.results.record import RunRecord
 from audioeval.results.reports import ReportContext, run_reports
 from audioeval.results.run_health import resume_note
 from audioeval.results.score_rows import ScoreRow
-from audioeval.run.cache import NoCache, ResponseCache, ResponseStore
+from audioeval.run.cache import NoCache, ResponseCache, ResponseStore, probe_writable
 from audioeval.run.distributed import Topology, collectively, init_topology
 from audioeval.run.episode_store import EpisodeStore
 from audioeval.run.evaluator import EvalSettings, Evaluator, TaskOutcome
@@ -76,6 +76,58 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("AUDIOEVAL_CACHE", Path.home() / ".cache" / "audioeval"))
 
 
+def cache_folder(cfg: RunConfig) -> tuple[Path, str]:
+    """The response cache's folder and what chose it, for messages: --cache_dir, $AUDIOEVAL_CACHE or the
+    default."""
+    if cfg.cache_dir:
+        return Path(cfg.cache_dir).expanduser(), "--cache_dir"
+    if os.environ.get("AUDIOEVAL_CACHE"):
+        return default_cache_dir(), "$AUDIOEVAL_CACHE"
+    return default_cache_dir(), "the default cache folder (set --cache_dir or $AUDIOEVAL_CACHE to move it)"
+
+
+def check_cache_folders(cfg: RunConfig) -> None:
+    """Before anything is prepared: audioeval's working folder ($AUDIOEVAL_CACHE: dataset locks, synthesized
+    speech, the default response cache) and the response cache's folder can be written. Every run needs the
+    first, even with --no_cache; a read-only one would otherwise end in a library's traceback."""
+    work = default_cache_dir()
+    source = "$AUDIOEVAL_CACHE" if os.environ.get("AUDIOEVAL_CACHE") else "audioeval's working folder"
+    _check_writable(work, f"{source} {work}", "set AUDIOEVAL_CACHE to a writable folder")
+    folder, source = cache_folder(cfg)
+    if not cfg.no_cache and folder != work:
+        _check_writable(
+            folder,
+            f"{source}: the response cache folder {folder}",
+            "point --cache_dir at a writable folder, or pass --no_cache (a killed run then starts over)",
+        )
+
+
+def _check_writable(folder: Path, what: str, advice: str) -> None:
+    try:
+        probe_writable(folder)
+    except OSError as err:
+        raise UsageError(f"{what} is not writable ({err.strerror or err}): {advice}.") from err
+
+
+Stores = tuple["ResponseCache | NoCache", "EpisodeStore | None"]
+
+
+def _open_stores(cfg: RunConfig) -> Stores:
+    """The response cache and, beside it, what a rerun needs of an episode whose answers are all cached (so it
+    is not synthesized again); neither with --no_cache."""
+    if cfg.no_cache:
+        return NoCache(), None
+    folder, source = cache_folder(cfg)
+    cache = ResponseCache(folder / "responses.sqlite", source)
+    return cache, EpisodeStore(folder / "episodes.sqlite")
+
+
+def _close_stores(cache: ResponseCache | NoCache, episodes: EpisodeStore | None) -> None:
+    cache.close()
+    if episodes is not None:
+        episodes.close()
+
+
 def run_evaluation(cfg: RunConfig, topology: Topology | None = None) -> dict[str, Any] | None:
     """The results.json content plus `run_dir`, `table` and `resume_note` on rank 0 (None on other ranks).
     `warnings` in it lists what went wrong without stopping the run; `unscored_tasks` the tasks that got no
@@ -87,14 +139,23 @@ def run_evaluation(cfg: RunConfig, topology: Topology | None = None) -> dict[str
 def conduct(cfg: RunConfig, topology: Topology | None = None) -> RunOutcome | None:
     """The run, stage by stage; the outcome on rank 0, None on the other ranks."""
     wall_start = time.perf_counter()
+    check_cache_folders(cfg)
     plan = plan_run(cfg)
     for notice in cfg.notices:  # after the checks: an error is never preceded by a notice about the run
         log.warning(notice)
     judge = _judge_panel(cfg, plan)
     topology = topology or init_topology()
-    run_dir = _open_run_dir(cfg, topology)
+    # before the run folder: a cache that cannot be written stops the run with nothing left behind
+    cache, episodes = collectively(
+        topology, partial(_open_stores, cfg), "while opening the response cache", gather=False
+    )
     try:
-        evaluated = _evaluate(cfg, plan, judge, topology, run_dir)
+        run_dir = _open_run_dir(cfg, topology)
+    except BaseException:
+        _close_stores(cache, episodes)
+        raise
+    try:
+        evaluated = _evaluate(cfg, plan, judge, topology, run_dir, (cache, episodes))
         if not topology.is_main:
             return None
         rows, references, timing = gather_rows(cfg, plan, evaluated, topology, run_dir, wall_start)
@@ -131,20 +192,16 @@ def _open_run_dir(cfg: RunConfig, topology: Topology) -> Path | None:
 
 # ---- stage 2: evaluate -------------------------------------------------------------------------------------
 def _evaluate(
-    cfg: RunConfig, plan: RunPlan, judge: JudgePanel | None, topology: Topology, run_dir: Path | None
+    cfg: RunConfig,
+    plan: RunPlan,
+    judge: JudgePanel | None,
+    topology: Topology,
+    run_dir: Path | None,
+    stores: Stores,
 ) -> Evaluated:
-    cache: ResponseCache | NoCache
-    cache = (
-        NoCache()
-        if cfg.no_cache
-        else ResponseCache(Path(cfg.cache_dir or default_cache_dir()) / "responses.sqlite")
-    )
+    cache, episodes = stores
     if judge is not None:
         judge.attach_cache(cache)
-    # what a rerun needs of an episode whose answers are all cached, so it is not synthesized again
-    episodes = (
-        None if cfg.no_cache else EpisodeStore(Path(cfg.cache_dir or default_cache_dir()) / "episodes.sqlite")
-    )
     outcomes: dict[str, list[TaskOutcome]] = {}
     models: list[Model] = []
     speech: SpeechStage | None = None
@@ -197,9 +254,7 @@ def _evaluate(
             loaded.close()
         if speech is not None:
             speech.close_model()
-        cache.close()
-        if episodes is not None:
-            episodes.close()
+        _close_stores(cache, episodes)
         if judge is not None:
             judge.close()
     judges = judge.describe() if judge is not None else None

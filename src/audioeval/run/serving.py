@@ -133,14 +133,19 @@ class Server:
 
     # ------------------------------------------------------------------------------------------------------
     def _deliver(self, results: list[tuple[str, asyncio.Future[Response], Response]]) -> None:
-        """Store the good responses (one transaction), then hand every response to whoever waits for it."""
-        self.store.put_many(
-            [
-                CacheEntry(k, self.kind, r.text or "", r.info, r.spoken)
-                for k, _, r in results
-                if r.ok and r.text is not None
-            ]
-        )
+        """Store the good responses (one transaction), then hand every response to whoever waits for it. A store
+        that raises fails the requests it was given, never leaves them waiting (the task would hang)."""
+        try:
+            self.store.put_many(
+                [
+                    CacheEntry(k, self.kind, r.text or "", r.info, r.spoken)
+                    for k, _, r in results
+                    if r.ok and r.text is not None
+                ]
+            )
+        except Exception as err:
+            self._fail([(k, f) for k, f, _ in results], err)
+            return
         for key, future, response in results:
             self.stats.failed += int(not response.ok)
             self._answered.add(key)
