@@ -212,3 +212,18 @@ def test_a_wrong_key_in_the_environment_is_named_by_its_variable_not_shown(tmp_p
     assert proc.returncode != 0 and "rejected the API key from $MY_KEY (HTTP 401" in proc.stderr
     assert time.monotonic() - started < 120
     assert in_text([wrong], proc.stdout, proc.stderr) == [] and leaks([wrong], tmp_path) == []
+
+
+def test_a_key_typed_in_asr_args_is_refused_and_the_failed_runs_marker_holds_no_key(tmp_path: Path):
+    """The ASR is made with the model (whether the model speaks is known only then), after the run folder:
+    its INCOMPLETE marker says why the run stopped, without the key."""
+    proc = run_cli_subprocess(
+        [*TOY_RUN, "--model", "realtime", "--model_args", "model=m,base_url=http://127.0.0.1:9/v1",
+         "--asr", "openai", "--asr_args", f"model=whisper-1,api_key={KEY}", "--output_path", str(tmp_path / "out"),
+         "--cache_dir", str(tmp_path / "cache"), "--verbosity", "DEBUG"],
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert "audioeval: error: --asr openai: --asr_args api_key: model 'openai' takes no keys" in proc.stderr
+    (marker,) = (tmp_path / "out").glob("*/*/INCOMPLETE")
+    assert "--asr_args api_key" in marker.read_text()
+    assert in_text([KEY], proc.stdout, proc.stderr) == [] and leaks([KEY], tmp_path) == []
