@@ -109,6 +109,19 @@ def _code2wav_config() -> dict[str, Any]:
     }
 
 
+def _fill_talker_experts(model: Any) -> None:
+    """transformers 5.24 leaves the talker's MoE expert weights as they come from torch.empty (its weight
+    initialisation does not reach them): memory garbage that differs on every build and can hold inf or NaN,
+    which made talker sampling fail now and then. Fill them from the seeded generator like every other weight."""
+    import torch
+
+    std = float(model.config.talker_config.text_config.initializer_range)
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if name.startswith("talker.") and ".mlp.experts." in name:
+                param.normal_(0.0, std)
+
+
 def build_tiny_speaking_omni(out_dir: str | Path, seed: int = 0) -> Path:
     """Build the checkpoint into `out_dir` (created; must be empty or absent). Returns the folder."""
     from transformers import Qwen3OmniMoeConfig, Qwen3OmniMoeForConditionalGeneration
@@ -135,6 +148,7 @@ def build_tiny_speaking_omni(out_dir: str | Path, seed: int = 0) -> Path:
     )
     _seeded(seed)
     model = Qwen3OmniMoeForConditionalGeneration(config)
+    _fill_talker_experts(model)
     out.mkdir(parents=True, exist_ok=True)
     _save_omni_processor(out, tokenizer, QWEN3_OMNI_CHAT_TEMPLATE, "Qwen3OmniMoeProcessor")
     _save_model(model, tokenizer, out)
