@@ -306,3 +306,37 @@ def test_a_read_only_hugging_face_cache_is_one_line_naming_the_path(tmp_path: Pa
         line = _refused_before_any_request(proc, server, tmp_path / "out")
     assert line.startswith(f"audioeval: error: cannot write {hf_home}")
     assert "HF_HOME for Hugging Face's caches" in line
+
+
+def test_a_cache_that_answers_locked_while_opening_is_retried_not_refused(tmp_path: Path, monkeypatch):
+    """The ranks of a launch open the same new cache in the same instant, and SQLite may answer "database is
+    locked" at once (without waiting on the busy timeout) to one of them: seen as a two-process run refused
+    with "cannot write the response cache (database is locked)". A lock is waited out; a read-only file is not."""
+    import sqlite3
+
+    from audioeval.errors import UsageError
+    from audioeval.run import cache as cache_module
+
+    real_connect = sqlite3.connect
+    refusals = {"left": 3, "error": "database is locked"}
+
+    class Refusing:
+        def __init__(self, db):
+            self.db = db
+
+        def execute(self, sql, *args):
+            if sql.startswith("PRAGMA journal_mode") and refusals["left"] > 0:
+                refusals["left"] -= 1
+                raise sqlite3.OperationalError(refusals["error"])
+            return self.db.execute(sql, *args)
+
+        def __getattr__(self, name):
+            return getattr(self.db, name)
+
+    monkeypatch.setattr(cache_module.sqlite3, "connect", lambda *a, **k: Refusing(real_connect(*a, **k)))
+    cache_module.ResponseCache(tmp_path / "a" / "responses.sqlite").close()
+    assert refusals["left"] == 0  # refused three times, then opened
+
+    refusals.update(left=1, error="attempt to write a readonly database")
+    with pytest.raises(UsageError, match="readonly database"):
+        cache_module.ResponseCache(tmp_path / "b" / "responses.sqlite")

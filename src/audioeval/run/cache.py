@@ -153,6 +153,31 @@ def _probe_write(db: sqlite3.Connection) -> None:
         db.execute("ROLLBACK")
 
 
+def _is_busy(err: sqlite3.Error) -> bool:
+    return getattr(err, "sqlite_errorname", "").startswith("SQLITE_BUSY") or "database is locked" in str(err)
+
+
+def open_shared(path: Path, schema: str, patience_s: float = 60.0) -> sqlite3.Connection:
+    """Open (creating) a store shared by processes: WAL, its schema and a rolled-back write. The processes of a
+    launch open the same file at once, and switching a new file to WAL can answer "database is locked" without
+    waiting on the busy timeout: that is retried, never taken for an unwritable store."""
+    deadline = time.monotonic() + patience_s
+    while True:
+        db = sqlite3.connect(str(path), timeout=60.0, isolation_level=None)
+        try:
+            db.execute("PRAGMA busy_timeout=60000")
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.executescript(schema)
+            _probe_write(db)
+            return db
+        except sqlite3.Error as err:
+            db.close()
+            if not _is_busy(err) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 def damage_advice(path: Path, err: sqlite3.Error) -> str:
     return (
         f"the response cache {path} is damaged ({err}). Move it aside (mv {path} {path}.damaged, with its -wal "
@@ -180,12 +205,7 @@ class ResponseCache:
                 f"({err.strerror or err}). {advice}"
             ) from err
         try:
-            self._db = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute("PRAGMA busy_timeout=60000")
-            self._db.executescript(_SCHEMA)
-            _probe_write(self._db)
+            self._db = open_shared(self.path, _SCHEMA)
         except sqlite3.Error as err:
             if _is_damage(err):
                 raise UsageError(f"{source}: {damage_advice(self.path, err)} Or pass --no_cache.") from err

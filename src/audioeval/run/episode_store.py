@@ -30,6 +30,7 @@ from typing import Any
 from audioeval.data.builders import EpisodeBuilder
 from audioeval.errors import ModelError
 from audioeval.resources import resource_root
+from audioeval.run.cache import open_shared
 from audioeval.run.prepared import PreparedTask
 from audioeval.types import Request, RequestId
 
@@ -155,10 +156,7 @@ class EpisodeStore:
         self._db: sqlite3.Connection | None = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA busy_timeout=60000")
-            self._db.execute(_SCHEMA)
+            self._db = open_shared(self.path, _SCHEMA)
         except (sqlite3.Error, OSError) as err:
             self._give_up(err)
 
