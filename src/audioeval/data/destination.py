@@ -3,8 +3,10 @@ and written through a staging folder beside it that is renamed into place only w
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 from audioeval.errors import UsageError
@@ -19,11 +21,15 @@ def fresh_destination(flag: str, path: Path, overwrite: bool) -> Path:
         raise UsageError(
             f"{flag} {destination} exists and is not empty; choose another folder or pass --overwrite."
         )
-    parent = _existing_parent(destination)
+    parent = nearest_existing(destination.parent)
     if not parent.is_dir():
         raise UsageError(f"{flag} {destination}: {parent} is a file, so the folder cannot be made there.")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise UsageError(f"{flag} {destination}: {parent} is not writable; choose a folder you can write to.")
+    try:
+        probe_writable(parent)
+    except OSError as err:
+        raise UsageError(
+            f"{flag} {destination}: {parent} is not writable; choose a folder you can write to."
+        ) from err
     return destination
 
 
@@ -39,8 +45,21 @@ def make_staging(flag: str, destination: Path, purpose: str) -> Path:
     return staging
 
 
-def _existing_parent(path: Path) -> Path:
-    parent = path.parent
-    while not parent.exists() and parent != parent.parent:
-        parent = parent.parent
-    return parent
+def nearest_existing(path: Path) -> Path:
+    """`path` itself when it exists, else its nearest existing parent."""
+    path = Path(path).absolute()
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def probe_writable(folder: Path) -> None:
+    """Create and remove a file in `folder`, or in its nearest existing parent when it is not there yet (it is
+    left uncreated): what a write needs, whoever runs (permission bits do not stop root, a read-only mount or
+    an immutable folder do; os.access cannot tell). OSError when it cannot be written."""
+    folder = nearest_existing(folder)
+    if not folder.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(folder))
+    fd, name = tempfile.mkstemp(dir=folder, prefix=".audioeval-write-probe-")
+    os.close(fd)
+    os.unlink(name)

@@ -8,18 +8,16 @@ not decode to the clip it names is a miss, so the request is asked again rather 
 
 from __future__ import annotations
 
-import errno
 import json
 import logging
-import os
 import sqlite3
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from audioeval.audio.wav import decode_wav, encode_wav
+from audioeval.data.destination import probe_writable
 from audioeval.errors import DataError, UsageError
 from audioeval.types import AudioClip, SpokenAnswer
 
@@ -129,20 +127,6 @@ def _is_unwritable(err: sqlite3.Error) -> bool:
     )
 
 
-def probe_writable(folder: Path) -> None:
-    """Create and remove a file in `folder`, or in its nearest existing parent when it is not there yet (it is
-    left uncreated): what a write needs, whoever runs (permission bits do not stop root, a read-only mount or
-    an immutable folder do; os.access cannot tell). OSError when it cannot be written."""
-    folder = Path(folder).absolute()
-    while not folder.exists() and folder != folder.parent:
-        folder = folder.parent
-    if not folder.is_dir():
-        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(folder))
-    fd, name = tempfile.mkstemp(dir=folder, prefix=".audioeval-write-probe-")
-    os.close(fd)
-    os.unlink(name)
-
-
 def _probe_write(db: sqlite3.Connection) -> None:
     """A write rolled back: SQLite opens a file it may not write read-only without a word, and every later
     write would fail mid-run."""
@@ -165,7 +149,6 @@ def open_shared(path: Path, schema: str, patience_s: float = 60.0) -> sqlite3.Co
     while True:
         db = sqlite3.connect(str(path), timeout=60.0, isolation_level=None)
         try:
-            db.execute("PRAGMA busy_timeout=60000")
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             db.executescript(schema)

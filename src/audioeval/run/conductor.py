@@ -16,6 +16,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from audioeval.data.destination import probe_writable
 from audioeval.errors import UsageError
 from audioeval.models.base import Model
 from audioeval.models.endpoint_stats import EndpointStats
@@ -32,7 +33,7 @@ from audioeval.results.record import RunRecord
 from audioeval.results.reports import ReportContext, run_reports
 from audioeval.results.run_health import resume_note
 from audioeval.results.score_rows import ScoreRow
-from audioeval.run.cache import NoCache, ResponseCache, ResponseStore, probe_writable
+from audioeval.run.cache import NoCache, ResponseCache, ResponseStore
 from audioeval.run.distributed import Topology, collectively, init_topology
 from audioeval.run.episode_store import EpisodeStore
 from audioeval.run.evaluator import EvalSettings, Evaluator, TaskOutcome
