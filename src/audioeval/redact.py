@@ -84,6 +84,15 @@ def env_name_problem(value: Any) -> str | None:
     return None
 
 
+def env_name_refusal(flag: str, key: str, problem: str) -> str:
+    """The one line refusing `key`=VALUE where VALUE cannot name an environment variable (`problem`, from
+    `env_name_problem`); it never repeats the value."""
+    return (
+        f"{flag}{key}: the value given {problem}. {key} names the environment variable that holds the key "
+        f"({key}=OPENAI_API_KEY): put your key in a variable such as MY_KEY and pass {key}=MY_KEY."
+    )
+
+
 def redact_args(args: dict[str, Any]) -> dict[str, Any]:
     """Arguments as given on the command line (--model_args, --judge_args), secret-named values masked."""
     return {k: MASK if is_secret_name(k) and v not in (None, "") else redact(v) for k, v in args.items()}

@@ -20,7 +20,7 @@ from audioeval.errors import ModelError, UsageError, unknown_name_message
 from audioeval.kvargs import annotation_kind, check_declared, kind_error
 from audioeval.models.endpoint_stats import EndpointStats
 from audioeval.models.generation import LOCAL_GEN_KWARGS
-from audioeval.redact import env_name_problem, is_secret_name
+from audioeval.redact import env_name_problem, env_name_refusal, is_secret_name
 from audioeval.types import Request, Response
 
 if TYPE_CHECKING:  # the backend contract stays light to import (`--model list`, `--help`)
@@ -206,11 +206,7 @@ def check_init_args(cls: type[Model], model_args: dict[str, Any]) -> None:
     for key, value in model_args.items():
         problem = env_name_problem(value) if key.endswith("_env") and value is not None else None
         if problem:
-            raise ModelError(
-                f"--model_args {key}: the value given {problem}. {key} names the environment variable that "
-                f"holds the key ({key}=OPENAI_API_KEY): put your key in a variable such as MY_KEY and pass "
-                f"{key}=MY_KEY."
-            )
+            raise ModelError(env_name_refusal("--model_args ", key, problem))
 
     required = [n for n, p in accepted.items() if p.default is inspect.Parameter.empty]
     for key in [*required, *cls.required_args]:

@@ -35,7 +35,7 @@ from audioeval.models.api.body import JsonBody
 from audioeval.models.api.concurrency import AdaptiveLimit, Slot
 from audioeval.models.api.http import HttpEndpoint, HttpReply, endpoint_url_and_headers
 from audioeval.models.endpoint_stats import EndpointStats
-from audioeval.redact import env_name_problem
+from audioeval.redact import env_name_problem, env_name_refusal
 
 log = logging.getLogger("audioeval")
 
@@ -67,10 +67,7 @@ class EndpointSettings:
     def __post_init__(self) -> None:
         problem = env_name_problem(self.api_key_env)
         if problem:  # a key pasted in place of the variable's name would be echoed by "no API key: set ..."
-            raise ModelError(
-                f"api_key_env: the value given {problem}. It names the environment variable that holds the key "
-                "(api_key_env=OPENAI_API_KEY): put your key in a variable such as MY_KEY and pass api_key_env=MY_KEY."
-            )
+            raise ModelError(env_name_refusal("", "api_key_env", problem))
         if self.num_concurrent < 1:
             raise ModelError(f"num_concurrent={self.num_concurrent}: it must be at least 1.")
         if self.max_concurrent is None:
