@@ -286,11 +286,30 @@ QWEN3_OMNI_CHAT_TEMPLATE = OMNI_CHAT_TEMPLATE.replace(
 )
 
 
+def qwen3_moe_decoder(sizes: dict[str, int]) -> dict[str, Any]:
+    """A Qwen3-Omni mixture-of-experts decoder of these sizes (4 experts, 2 active, one key/value head, the
+    family's interleaved multimodal rotary embedding): the thinker's and the talker's text model."""
+    head_dim = sizes["hidden_size"] // sizes["num_attention_heads"]
+    return {
+        **sizes,
+        "num_key_value_heads": 1,
+        "head_dim": head_dim,
+        "moe_intermediate_size": 32,
+        "num_experts": 4,
+        "num_experts_per_tok": 2,
+        "rope_parameters": {
+            "rope_type": "default",
+            "rope_theta": 10000.0,
+            "mrope_section": [2, 3, head_dim // 2 - 5],
+            "mrope_interleaved": True,
+        },
+    }
+
+
 def qwen3_omni_thinker_config(tokenizer: Any) -> dict[str, Any]:
     """Qwen3-Omni's thinker (a mixture-of-experts decoder: 4 experts, 2 active), for a tokenizer holding the
     family's special tokens (`QWEN3_OMNI_NAMED`)."""
     ids = {name: tokenizer.convert_tokens_to_ids(token) for name, token in QWEN3_OMNI_NAMED.items()}
-    head_dim = _TEXT["hidden_size"] // _TEXT["num_attention_heads"]
     return {
         "audio_config": {
             **_ENCODER,
@@ -311,21 +330,7 @@ def qwen3_omni_thinker_config(tokenizer: Any) -> dict[str, Any]:
             "out_hidden_size": _TEXT["hidden_size"],
             "deepstack_visual_indexes": [0],
         },
-        "text_config": {
-            **_TEXT,
-            "vocab_size": len(tokenizer),
-            "num_key_value_heads": 1,
-            "head_dim": head_dim,
-            "moe_intermediate_size": 32,
-            "num_experts": 4,
-            "num_experts_per_tok": 2,
-            "rope_parameters": {
-                "rope_type": "default",
-                "rope_theta": 10000.0,
-                "mrope_section": [2, 3, head_dim // 2 - 5],
-                "mrope_interleaved": True,
-            },
-        },
+        "text_config": {**qwen3_moe_decoder(_TEXT), "vocab_size": len(tokenizer)},
         "audio_token_id": ids["audio_token"],
         "image_token_id": ids["image_token"],
         "video_token_id": ids["video_token"],

@@ -23,6 +23,7 @@ from audioeval.testing.tiny import (
     _save_omni_processor,
     _seeded,
     _train_tokenizer,
+    qwen3_moe_decoder,
     qwen3_omni_thinker_config,
 )
 
@@ -53,21 +54,10 @@ def _talker_config(thinker: dict[str, Any]) -> dict[str, Any]:
     head_dim = _SMALL["hidden_size"] // _SMALL["num_attention_heads"]
     return {
         "text_config": {
-            **_SMALL,
+            **qwen3_moe_decoder(_SMALL),
             "vocab_size": top,
-            "num_key_value_heads": 1,
-            "head_dim": head_dim,
-            "moe_intermediate_size": 32,
             # read by the talker's shared expert but not a field of its config class (transformers 5.24)
             "shared_expert_intermediate_size": 32,
-            "num_experts": 4,
-            "num_experts_per_tok": 2,
-            "rope_parameters": {
-                "rope_type": "default",
-                "rope_theta": 10000.0,
-                "mrope_section": [2, 3, head_dim // 2 - 5],
-                "mrope_interleaved": True,
-            },
         },
         "code_predictor_config": {
             **_SMALL,
