@@ -8,6 +8,7 @@ mount such as /sys. Each fixture first checks that a write there really fails.""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -49,18 +50,31 @@ def _chattr(flag: str, path: Path) -> bool:
     return subprocess.run(["chattr", flag, str(path)], capture_output=True).returncode == 0
 
 
+@contextlib.contextmanager
+def _made_read_only(path: Path, read_only_mode: int, writable_mode: int) -> Iterator[str]:
+    """`path` made read-only while inside: chmod for a normal user, chattr +i for root (permission bits do not
+    stop root); yields how ("" when neither could be done), and undoes it on the way out."""
+    locked = ""
+    if not ROOT:
+        path.chmod(read_only_mode)
+        locked = "chmod"
+    elif _chattr("+i", path):
+        locked = "chattr"
+    try:
+        yield locked
+    finally:
+        if locked == "chmod":
+            path.chmod(writable_mode)
+        elif locked == "chattr":
+            _chattr("-i", path)
+
+
 @pytest.fixture
 def read_only_dir(tmp_path: Path) -> Iterator[Path]:
     """An existing folder nobody running the tests can write into."""
     folder = tmp_path / "read_only"
     folder.mkdir()
-    locked = ""
-    if not ROOT:
-        folder.chmod(0o555)
-        locked = "chmod"
-    elif _chattr("+i", folder):
-        locked = "chattr"
-    try:
+    with _made_read_only(folder, 0o555, 0o755) as locked:
         if locked and writes_fail(folder):
             yield folder
         elif Path("/sys").is_dir() and writes_fail(Path("/sys")):
@@ -69,11 +83,6 @@ def read_only_dir(tmp_path: Path) -> Iterator[Path]:
             pytest.skip(
                 "no folder here that a write to really fails in (root, no chattr, no read-only mount)"
             )
-    finally:
-        if locked == "chmod":
-            folder.chmod(0o755)
-        elif locked == "chattr":
-            _chattr("-i", folder)
 
 
 @pytest.fixture
@@ -87,13 +96,7 @@ def read_only_file(tmp_path: Path) -> Iterator[Path]:
     ResponseCache(path).close()
     for debris in cache.glob("responses.sqlite-*"):
         debris.unlink()
-    locked = ""
-    if not ROOT:
-        path.chmod(0o444)
-        locked = "chmod"
-    elif _chattr("+i", path):
-        locked = "chattr"
-    try:
+    with _made_read_only(path, 0o444, 0o644) as locked:
         try:
             with path.open("r+b"):
                 writable = True
@@ -102,11 +105,6 @@ def read_only_file(tmp_path: Path) -> Iterator[Path]:
         if not locked or writable:
             pytest.skip("cannot make a file read-only for this user here (root without chattr)")
         yield path
-    finally:
-        if locked == "chmod":
-            path.chmod(0o644)
-        elif locked == "chattr":
-            _chattr("-i", path)
 
 
 # ---- two runs, one --output_path ---------------------------------------------------------------------------
