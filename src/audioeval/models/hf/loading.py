@@ -58,16 +58,31 @@ def _processor_class(checkpoint: Checkpoint) -> Any:
     return None
 
 
+class _LeftOut(str):
+    """Stands in for the video processor while transformers assembles the processor (a str, so the processor's
+    JSON dump that transformers logs on the way still works)."""
+
+
+_NOT_LOADED = _LeftOut("left out: audio prompts need no video processor")
+
+
 def _load_without_video_processor(checkpoint: Checkpoint, trust_remote_code: bool) -> Any:
+    """The checkpoint's processor with its video processor left out (None).
+
+    Newer transformers take an already built sub-processor as a keyword of `from_pretrained` and skip loading
+    it, so a placeholder goes in and is replaced by None afterwards; older ones build the sub-processors in
+    `_get_arguments_from_pretrained`, overridden below to the same effect.
+    """
     from transformers.processing_utils import MODALITY_TO_AUTOPROCESSOR_MAPPING
 
     base: Any = _processor_class(checkpoint)
     if base is None:
         raise ModelError(f"{checkpoint.path}: processor_config.json names no processor_class.")
+    video_attributes = [name for name in base.get_attributes() if "video_processor" in name]
 
     class AudioOnlyProcessor(base):
         def check_argument_for_proper_class(self, argument_name: str, argument: Any) -> Any:
-            if argument is None and "video_processor" in argument_name:
+            if argument_name in video_attributes and (argument is None or argument is _NOT_LOADED):
                 return None
             return super().check_argument_for_proper_class(argument_name, argument)
 
@@ -76,7 +91,9 @@ def _load_without_video_processor(checkpoint: Checkpoint, trust_remote_code: boo
             kwargs.pop("subfolder", None)
             args: list[Any] = []
             for attribute in cls.get_attributes():
-                if "video_processor" in attribute:
+                kwargs.pop(attribute, None)
+            for attribute in cls.get_attributes():
+                if attribute in video_attributes:
                     args.append(None)
                 elif "tokenizer" in attribute:
                     args.append(cls._load_tokenizer_from_pretrained(attribute, path, **kwargs))
@@ -85,7 +102,12 @@ def _load_without_video_processor(checkpoint: Checkpoint, trust_remote_code: boo
             return args
 
     AudioOnlyProcessor.__name__ = AudioOnlyProcessor.__qualname__ = base.__name__
-    processor = AudioOnlyProcessor.from_pretrained(str(checkpoint.path), trust_remote_code=trust_remote_code)
+    placeholders = dict.fromkeys(video_attributes, _NOT_LOADED)
+    processor = AudioOnlyProcessor.from_pretrained(
+        str(checkpoint.path), trust_remote_code=trust_remote_code, **placeholders
+    )
+    for name in video_attributes:
+        setattr(processor, name, None)
     log.info(
         "torchvision is not installed: %s loaded without its video processor (audio prompts do not use it).",
         base.__name__,
