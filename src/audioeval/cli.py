@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from audioeval.augment.arguments import add_augment_arguments
 from audioeval.errors import AudioEvalError, TasksUnscored, UsageError
-from audioeval.kvargs import parse_kv
+from audioeval.kvargs import FlagParser, parse_kv
 from audioeval.redact import RedactingFilter, redact_message
 
 if TYPE_CHECKING:  # the run's modules load only when a run starts: `--help` stays fast
@@ -62,7 +62,7 @@ def _shots(text: str) -> list[int]:
 
 
 def run_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = FlagParser(
         prog="audioeval",
         description="Evaluate audio-language models on the benchmarks under tasks/ (`--tasks list` shows them). "
         "Subcommands: `audioeval build ...` and `audioeval push ...` export datasets (see `audioeval build -h`); "

@@ -1,12 +1,22 @@
-"""Parsing of `k=v,k2=v2` strings as used by --model_args, --task_args, --gen_kwargs and friends."""
+"""Command-line arguments: `k=v,k2=v2` strings as used by --model_args, --task_args, --gen_kwargs and friends,
+and the argument parser every audioeval command uses."""
 
 from __future__ import annotations
 
+import argparse
 import re
-from typing import Any
+from typing import Any, NoReturn
 
 from audioeval.errors import UsageError, unknown_name_message
 from audioeval.redact import redact_message
+
+
+class FlagParser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors (an unknown flag, a bad choice, a value of the wrong type) are a UsageError:
+    one line naming the flag, printed like every other error, instead of argparse's usage block."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (`{self.prog} --help` lists the flags).")
 
 
 def coerce_value(text: str) -> Any:

@@ -57,3 +57,26 @@ def test_checked_before_the_run_modules_load(flags):
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.stdout.split() == ["2", "False", "False"], proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        ([*RUN, "--spoken_text", "bogus"], "argument --spoken_text: invalid choice: 'bogus'"),
+        ([*RUN, "--num_fewshot", "-1"], "argument --num_fewshot/-f: expected non-negative integers"),
+        ([*RUN, "--bogus"], "unrecognized arguments: --bogus (`audioeval --help` lists the flags)."),
+        ([*RUN, "--limit"], "argument --limit/-L: expected one argument"),
+        (
+            ["view", "--port", "abc", "x"],
+            "argument --port: invalid int value: 'abc' (`audioeval view --help`",
+        ),
+        (["build", "adu_bench", "--n_episodes", "x"], "argument --n_episodes: invalid int value: 'x'"),
+        (["push"], "the following arguments are required: folder, --repo_id"),
+        (["corpora", "bogus"], "argument command: invalid choice: 'bogus'"),
+    ],
+)
+def test_flags_argparse_refuses_are_one_line_too(argv, expected):
+    code, out, err = run_cli(argv)
+    assert code == 2
+    assert err.strip().startswith("audioeval: error: ") and expected in err
+    assert len(err.strip().splitlines()) == 1, err  # no usage block before it

@@ -25,7 +25,7 @@ from audioeval.data.builders import builder_config_names, builder_names, load_bu
 from audioeval.data.card import GENERATION_FLAGS, Build, ConfigStats, card_text, public_parameters, read_card
 from audioeval.data.destination import fresh_destination, make_staging
 from audioeval.errors import UsageError, unknown_name_message
-from audioeval.kvargs import parse_kv
+from audioeval.kvargs import FlagParser, parse_kv
 
 log = logging.getLogger("audioeval")
 SHARD_BYTES = 256 * 1024 * 1024
@@ -34,9 +34,7 @@ ROW_GROUP_BYTES = 64 * 1024 * 1024
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="audioeval build", description="Write a benchmark as a Hub-layout dataset folder."
-    )
+    p = FlagParser(prog="audioeval build", description="Write a benchmark as a Hub-layout dataset folder.")
     p.add_argument(
         "benchmark",
         help=f"a builder in datasets_builders/ ({', '.join(builder_names())}) or a builder .py file",
@@ -61,9 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def push_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="audioeval push", description="Upload a folder made by `audioeval build` to the Hub."
-    )
+    p = FlagParser(prog="audioeval push", description="Upload a folder made by `audioeval build` to the Hub.")
     p.add_argument("folder")
     p.add_argument(
         "--repo_id",

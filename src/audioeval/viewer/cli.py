@@ -10,13 +10,14 @@ from pathlib import Path
 from typing import Any
 
 from audioeval.errors import UsageError
+from audioeval.kvargs import FlagParser
 
 log = logging.getLogger("audioeval")
 DEFAULT_PORT = 8765
 
 
 def view_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = FlagParser(
         prog="audioeval view",
         description="Look at and listen to runs: an overview of the results, every logged sample with the audio "
         "the model heard (rebuilt from the run's recorded task configs and checked against the logged sha256), and "

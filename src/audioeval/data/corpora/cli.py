@@ -11,10 +11,11 @@ import argparse
 from pathlib import Path
 
 from audioeval.data.corpora.catalogue import find, listing
+from audioeval.kvargs import FlagParser
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = FlagParser(
         prog="audioeval corpora",
         description="The real corpora the benchmarks' builders can read: where each comes from, its licence and "
         "the layout expected. `download NAME --to DIR` fetches one and checks it; `check NAME DIR` checks a copy.",
