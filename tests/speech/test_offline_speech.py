@@ -4,9 +4,12 @@ worker process; the same numbers on one process or two."""
 from __future__ import annotations
 
 import sqlite3
+from typing import ClassVar
 
 import pytest
 
+from audioeval.models.base import Model
+from audioeval.types import Request, Response
 from tests.conftest import latest_run, load_results, load_samples, run_cli, run_two_processes
 from tests.speech.speech_helpers import toy_run_args
 
@@ -74,3 +77,41 @@ def test_one_or_two_processes_give_the_same_spoken_results(tmp_path):
 def test_bad_tts_arguments_are_one_clear_line(tmp_path, model_args, message):
     code, _out, err = run_cli(toy_run_args(tmp_path / "o", tmp_path / "c", "tts", model_args))
     assert code == 2 and message in err and "Traceback" not in err, err
+
+
+class BatchRecorder(Model):
+    """A batch text model (as hf-chat is) answering from the request's content; notes each call's size."""
+
+    name = "batch-recorder"
+    calls: ClassVar[list[int]] = []
+
+    def generate(self, requests: list[Request]) -> list[Response]:
+        BatchRecorder.calls.append(len(requests))
+        keys = [r.content_key(self.identity) for r in requests]
+        return [Response(text="high" if int(key, 16) % 2 else "low") for key in keys]
+
+
+def _spoken_answers(run) -> list[tuple]:
+    return [
+        (
+            s["episode_id"],
+            s["shots"],
+            s["spoken"]["transcript"],
+            s["spoken"]["audio"]["sha256"],
+            s["response"],
+        )
+        for s in load_samples(run, "toy_tones")
+    ]
+
+
+def test_tts_hands_a_batch_text_model_batches_and_the_answers_do_not_depend_on_their_size(tmp_path):
+    text_model = f"text_model={__name__}:BatchRecorder"
+    runs = {}
+    for size in (1, 4):
+        BatchRecorder.calls.clear()
+        args = toy_run_args(tmp_path / f"b{size}", tmp_path / f"c{size}", "tts", text_model, "--limit", "4")
+        code, _out, err = run_cli([*args, "--batch_size", str(size)])
+        assert code == 0, err
+        assert sum(BatchRecorder.calls) == 12 and max(BatchRecorder.calls) == size, BatchRecorder.calls
+        runs[size] = _spoken_answers(latest_run(tmp_path / f"b{size}"))
+    assert runs[1] == runs[4] and {t for _, _, t, _, _ in runs[1]} == {"low", "high"}

@@ -57,8 +57,9 @@ class Model(ABC):
     name: ClassVar[str] = ""
     #: True when the backend needs the task's label space (e.g. `chance`).
     needs_choices: ClassVar[bool] = False
-    #: True for backends that take requests one at a time, concurrently (StreamingModel).
-    streams: ClassVar[bool] = False
+    #: True for backends that take requests one at a time, concurrently (StreamingModel); a wrapper may set it
+    #: per instance to follow the backend it wraps (`tts` takes work the way its text model does).
+    streams: bool = False
     #: True for backends that answer in speech (`Response.spoken`); an instance may set it from its arguments
     #: (`openai` with audio_output=true). The run then transcribes the audio (--asr) before scoring.
     speaks: bool = False
@@ -226,7 +227,7 @@ def check_init_args(cls: type[Model], model_args: dict[str, Any]) -> None:
 class StreamingModel(Model):
     """A backend that takes one request at a time and keeps several in flight (API endpoints)."""
 
-    streams: ClassVar[bool] = True
+    streams: bool = True
     batch_window = 1  # every request is handed over the moment it is rendered
 
     @abstractmethod

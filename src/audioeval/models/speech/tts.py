@@ -7,9 +7,11 @@ measurable.
 
 `voice` (language, optionally +m1..m7 / +f1..f5) and `speaking_rate` (words per minute) belong to the
 synthesis; every other argument goes to the text model, which checks its own. The text model is asked as it
-would be on its own (a streaming one concurrently, a batch one a request at a time); its error, if any, is
-the answer's. Synthesis is not streamed: the first audio exists when the whole answer is synthesised, so
-`time_to_first_audio_s` equals `generation_s` (text generation plus synthesis).
+would be on its own: tts streams when its text model streams (an API: concurrently), and takes batches of
+`--batch_size` when it takes batches (hf-chat: the serving path cuts them by request order, so what is batched
+with what never depends on timing). The text model's error, if any, is the answer's. Synthesis is not streamed:
+the first audio exists when the whole answer is synthesised, so `time_to_first_audio_s` equals `generation_s`
+(text generation, of the whole batch for a batch text model, plus synthesis).
 """
 
 from __future__ import annotations
@@ -69,10 +71,7 @@ class TtsModel(StreamingModel):
         self.voice = str(voice)
         self.speaking_rate = int(speaking_rate)
         self.text = create_model(name, args, batch_size, seed)
-        # a batch text model runs on one worker thread, one request at a time, as a streaming stage's caller
-        self._worker = (
-            None if self.text.streams else ThreadPoolExecutor(1, thread_name_prefix="audioeval-tts")
-        )
+        self.streams = self.text.streams  # take work the way the text model does
         self._synth = ThreadPoolExecutor(1, thread_name_prefix="audioeval-espeak")  # the engine is serial
         try:
             self._speak("")  # a voice eSpeak NG does not know is an error now, not on every request
@@ -124,7 +123,15 @@ class TtsModel(StreamingModel):
 
     @property
     def max_in_flight(self) -> int:
-        return self.text.max_in_flight if self.text.streams else 1
+        return self.text.max_in_flight
+
+    @property
+    def request_chunk_size(self) -> int:
+        return self.text.request_chunk_size
+
+    @property
+    def batch_window(self) -> int:  # type: ignore[override]
+        return self.text.batch_window
 
     def prepare(self, tasks: Sequence[ModelTask]) -> None:
         self.text.prepare(tasks)
@@ -136,27 +143,31 @@ class TtsModel(StreamingModel):
         )
         return AudioClip.from_array(samples, SAMPLING_RATE)
 
-    async def _text_answer(self, request: Request) -> Response:
-        if self.text.streams:
-            return await self.text.generate_one(request)  # type: ignore[attr-defined]
-        loop = asyncio.get_running_loop()
-        return (await loop.run_in_executor(self._worker, self.text.generate, [request]))[0]
+    def generate(self, requests: list[Request]) -> list[Response]:
+        """A batch text model's answers to one chunk, each spoken in turn (called from the serving path's
+        worker thread); a streaming text model's go through generate_one."""
+        if self.streams:
+            return super().generate(requests)
+        started = time.perf_counter()
+        return [self._spoken(answer, started) for answer in self.text.generate(requests)]
 
     async def generate_one(self, request: Request) -> Response:
         self.stats.enter()  # the run's generation time: text and synthesis
         try:
-            return await self._spoken_answer(request)
+            started = time.perf_counter()
+            answer = await self.text.generate_one(request)  # type: ignore[attr-defined]
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(self._synth, self._spoken, answer, started)
         finally:
             self.stats.leave()
 
-    async def _spoken_answer(self, request: Request) -> Response:
-        started = time.perf_counter()
-        answer = await self._text_answer(request)
+    def _spoken(self, answer: Response, started: float) -> Response:
+        """The text answer with its speech; `started` is when its text was asked for."""
         if not answer.ok:
             return answer
         text = answer.text or ""
         try:
-            clip = await asyncio.get_running_loop().run_in_executor(self._synth, self._speak, text)
+            clip = self._speak(text)
         except DataError as err:
             return Response(text=None, error=f"tts: eSpeak NG could not speak the answer: {err}")
         elapsed = time.perf_counter() - started
@@ -167,7 +178,5 @@ class TtsModel(StreamingModel):
         await self.text.aclose()
 
     def close(self) -> None:
-        for pool in (self._worker, self._synth):
-            if pool is not None:
-                pool.shutdown(wait=False, cancel_futures=True)
+        self._synth.shutdown(wait=False, cancel_futures=True)
         self.text.close()
