@@ -7,6 +7,7 @@ import json
 import logging
 import socket
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -30,6 +31,7 @@ class _VLLMLike:
 
     def __init__(self, served: list[str], audio_limit: int = 2) -> None:
         self.chat_requests = 0
+        self.models_status = 200  # what GET /models answers (503: a server still loading)
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -45,6 +47,8 @@ class _VLLMLike:
                 self.wfile.write(data)
 
             def do_GET(self):  # noqa: N802
+                if outer.models_status != 200:
+                    return self._send(outer.models_status, {"error": {"message": "loading"}})
                 self._send(200, {"object": "list", "data": [{"id": m, "object": "model"} for m in served]})
 
             def do_POST(self):  # noqa: N802
@@ -92,16 +96,27 @@ class _VLLMLike:
 
 def test_a_server_that_never_comes_up_is_waited_for_with_a_message_then_named_in_the_error(caplog):
     url = f"http://127.0.0.1:{_closed_port()}/v1"
-    model = OpenAIChatModel(
-        model="m", base_url=url, wait_for_server=1, max_retries=1, max_consecutive_failures=2
-    )
-    model.settings.backoff_base = 0.01
+    model = OpenAIChatModel(model="m", base_url=url, wait_for_server=1, max_retries=6)
+    started = time.monotonic()
     with caplog.at_level(logging.INFO, logger="audioeval"), pytest.raises(EndpointDown) as caught:
         model.generate([user_request(f"q{i}") for i in range(3)])
     messages = [r.getMessage() for r in caplog.records]
     assert any(f"waiting up to 1 s for {url} to come up" in m and "refused" in m for m in messages)
-    assert any(f"{url} did not answer GET {url}/models within" in m for m in messages)
-    assert f"{url} (model m) is not answering" in str(caught.value)
+    assert f"{url} (model m) is not answering: nothing took a connection for 1 s" in str(caught.value)
+    assert "wait_for_server=SECONDS" in str(caught.value)
+    # no request was sent to retry on its own: the run ends after the wait, not after six more backoffs
+    assert model.stats.retries == 0 and time.monotonic() - started < 30
+
+
+def test_a_server_that_answers_but_is_not_ready_still_gets_the_requests_after_the_wait(caplog):
+    with _VLLMLike(served=["m"]) as server:
+        server.models_status = 503  # GET /models says "loading" for ever; chat answers
+        model = OpenAIChatModel(model="m", base_url=server.base_url, wait_for_server=1)
+        with caplog.at_level(logging.INFO, logger="audioeval"):
+            (response,) = model.generate([user_request("q")])
+    assert response.ok and response.text == "ok"
+    messages = [r.getMessage() for r in caplog.records]
+    assert any(f"did not answer GET {server.base_url}/models within" in m for m in messages)
 
 
 def test_a_model_name_the_server_does_not_serve_is_an_error_listing_what_it_serves():

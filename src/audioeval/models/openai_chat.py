@@ -17,18 +17,20 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import errno
 import json
 import logging
 import re
+import socket
 import time
 import urllib.error
 import urllib.request
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from audioeval.errors import ModelError
 from audioeval.models.api.body import Encoded, JsonBody
-from audioeval.models.api.client import ChatClient, EndpointSettings
+from audioeval.models.api.client import ChatClient, EndpointDown, EndpointSettings
 from audioeval.models.base import StreamingModel
 from audioeval.models.generation import LOCAL_GEN_KWARGS
 from audioeval.models.speech.audio_reply import AudioAnswer, AudioOutput, parse_audio_reply
@@ -183,24 +185,40 @@ def models_url_and_headers(base_url: str, api_key: str) -> tuple[str, dict[str, 
     return url, {"Authorization": "Basic " + base64.b64encode(pair).decode("ascii")}
 
 
-def list_models(
-    base_url: str, api_key: str, timeout: float = 10.0
-) -> tuple[int | None, list[str] | None, str]:
-    """GET {base_url}/models: (HTTP status or None without an answer, the model ids or None, what went wrong)."""
+class ModelList(NamedTuple):
+    """What GET {base_url}/models gave."""
+
+    status: int | None  # the HTTP status; None without an answer
+    ids: list[str] | None  # the model ids, when the answer was a model list
+    reason: str  # what went wrong, "" when nothing did
+    unreachable: bool = (
+        False  # nothing took the connection (refused, no route, unknown host): no server there
+    )
+
+
+_UNREACHABLE = (ConnectionRefusedError, socket.gaierror)
+_UNREACHABLE_ERRNOS = (errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH)
+
+
+def list_models(base_url: str, api_key: str, timeout: float = 10.0) -> ModelList:
+    """GET {base_url}/models."""
     url, headers = models_url_and_headers(base_url, api_key)
     request = urllib.request.Request(url, headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=timeout) as reply:
             body = json.loads(reply.read())
     except urllib.error.HTTPError as err:
-        return err.code, None, f"HTTP {err.code}"
+        return ModelList(err.code, None, f"HTTP {err.code}")
     except (OSError, ValueError) as err:  # refused, reset, timed out, not JSON
         reason = getattr(err, "reason", None) or err
-        return None, None, " ".join(str(reason).split())[:200]
+        unreachable = (
+            isinstance(reason, _UNREACHABLE) or getattr(reason, "errno", None) in _UNREACHABLE_ERRNOS
+        )
+        return ModelList(None, None, " ".join(str(reason).split())[:200], unreachable)
     try:
-        return 200, [str(m["id"]) for m in body["data"]], ""
+        return ModelList(200, [str(m["id"]) for m in body["data"]], "")
     except (KeyError, TypeError):
-        return 200, None, "not a model list"
+        return ModelList(200, None, "not a model list")
 
 
 def _serves(ids: list[str], model: str) -> bool:
@@ -368,23 +386,33 @@ class OpenAIChatModel(StreamingModel):
 
     async def _probe_endpoint(self) -> None:
         """Wait, saying so once, until a self-hosted endpoint answers GET /models (vLLM refuses connections while
-        it loads). Any HTTP answer but 502-504 counts as up. After the wait budget the requests go anyway, and
-        the client's retries and its endpoint-down error (naming the URL and the last status) take over."""
+        it loads). Any HTTP answer but 502-504 counts as up. When nothing took a connection for the whole wait
+        budget there is no server there: EndpointDown, before any request is sent (the requests' own retries
+        would only wait as long again). Otherwise, after the budget the requests go anyway, and the client's
+        retries and its endpoint-down error (naming the URL and the last status) take over."""
         base = self.settings.base_url
         if not base:
             return  # OpenAI's own API
         budget = self._wait_budget()
         started = time.monotonic()
         said = False
+        unreachable = True
         while True:
-            status, _ids, reason = await asyncio.to_thread(
+            status, _ids, reason, refused = await asyncio.to_thread(
                 list_models, base, self.settings.api_key(), min(10.0, self.settings.timeout)
             )
             if status is not None and status not in (502, 503, 504):
                 if said:
                     log.info("%s answers after %.0f s", base, time.monotonic() - started)
                 return
+            unreachable = unreachable and refused
             waited = time.monotonic() - started
+            if waited >= budget and unreachable and budget >= 1:
+                raise EndpointDown(
+                    f"{self.settings.label} is not answering: nothing took a connection for {waited:.0f} s "
+                    f"({reason}). Start the server or check base_url; a server that takes longer to start: "
+                    "--model_args wait_for_server=SECONDS."
+                )
             if waited >= budget:
                 if said or budget >= 1:
                     log.warning(
@@ -408,9 +436,11 @@ class OpenAIChatModel(StreamingModel):
         base = self.settings.base_url
         if not base:
             return
-        _status, ids, _reason = await asyncio.to_thread(
-            list_models, base, self.settings.api_key(), min(10.0, self.settings.timeout)
-        )
+        ids = (
+            await asyncio.to_thread(
+                list_models, base, self.settings.api_key(), min(10.0, self.settings.timeout)
+            )
+        ).ids
         if ids is not None and not _serves(ids, self.settings.model):
             shown = ", ".join(ids[:20]) + (f" (and {len(ids) - 20} more)" if len(ids) > 20 else "")
             raise ModelError(
