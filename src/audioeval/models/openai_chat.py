@@ -191,9 +191,8 @@ class ModelList(NamedTuple):
     status: int | None  # the HTTP status; None without an answer
     ids: list[str] | None  # the model ids, when the answer was a model list
     reason: str  # what went wrong, "" when nothing did
-    unreachable: bool = (
-        False  # nothing took the connection (refused, no route, unknown host): no server there
-    )
+    # nothing took the connection (refused, no route, unknown host): no server there
+    unreachable: bool = False
 
 
 _UNREACHABLE = (ConnectionRefusedError, socket.gaierror)
@@ -396,24 +395,24 @@ class OpenAIChatModel(StreamingModel):
         budget = self._wait_budget()
         started = time.monotonic()
         said = False
-        unreachable = True
+        never_reached = True  # no probe so far got a connection through
         while True:
-            status, _ids, reason, refused = await asyncio.to_thread(
+            status, _ids, reason, unreachable = await asyncio.to_thread(
                 list_models, base, self.settings.api_key(), min(10.0, self.settings.timeout)
             )
             if status is not None and status not in (502, 503, 504):
                 if said:
                     log.info("%s answers after %.0f s", base, time.monotonic() - started)
                 return
-            unreachable = unreachable and refused
+            never_reached = never_reached and unreachable
             waited = time.monotonic() - started
-            if waited >= budget and unreachable and budget >= 1:
-                raise EndpointDown(
-                    f"{self.settings.label} is not answering: nothing took a connection for {waited:.0f} s "
-                    f"({reason}). Start the server or check base_url; a server that takes longer to start: "
-                    "--model_args wait_for_server=SECONDS."
-                )
             if waited >= budget:
+                if never_reached and budget >= 1:
+                    raise EndpointDown(
+                        f"{self.settings.label} is not answering: nothing took a connection for {waited:.0f} s "
+                        f"({reason}). Start the server or check base_url; a server that takes longer to "
+                        "start: --model_args wait_for_server=SECONDS."
+                    )
                 if said or budget >= 1:
                     log.warning(
                         "%s did not answer GET %s/models within %.0f s (%s); sending the requests anyway. "

@@ -89,9 +89,9 @@ def _load_without_video_processor(checkpoint: Checkpoint, trust_remote_code: boo
         @classmethod
         def _get_arguments_from_pretrained(cls, path: Any, processor_dict: Any = None, **kwargs: Any) -> list:
             kwargs.pop("subfolder", None)
+            for attribute in video_attributes:
+                kwargs.pop(attribute, None)  # the placeholder: never passed on to a sub-processor's loader
             args: list[Any] = []
-            for attribute in cls.get_attributes():
-                kwargs.pop(attribute, None)
             for attribute in cls.get_attributes():
                 if attribute in video_attributes:
                     args.append(None)
