@@ -72,6 +72,7 @@ def test_catalogue_covers_every_transform_in_the_tests():
     assert set(ONE_LEVEL) == set(TRANSFORMS)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(ONE_LEVEL))
 def test_every_transform_is_seeded_by_the_clip_and_leaves_global_generators_alone(toy, name):
     condition = _condition(_flag(name))

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from audioeval.augment.episode import recorded_episode
 from audioeval.data.builders import make_builder, row_to_episode
@@ -42,6 +43,7 @@ def _query_shas(run_dir: Path, task: str) -> list[str]:
     return [_query_sha(r) for r in load_samples(run_dir, task)]
 
 
+@pytest.mark.slow
 def test_a_sweep_reports_each_condition_beside_the_clean_run(tmp_path):
     code, out, err = run_cli(_args(tmp_path, *SWEEP))
     assert code == 0, err
@@ -100,6 +102,7 @@ def test_a_sweep_reports_each_condition_beside_the_clean_run(tmp_path):
     assert again["results"] == results["results"] and again["robustness"] == results["robustness"]
 
 
+@pytest.mark.slow
 def test_two_processes_match_one_under_augmentation(tmp_path):
     extra = [*SWEEP, "--no_cache", "--batch_size", "3"]
     proc = run_two_processes(_args(tmp_path / "two", *extra))
@@ -148,6 +151,7 @@ def test_build_writes_the_clips_a_run_evaluates(tmp_path):
             assert eb["query"]["clips"][0]["audio"].sha256 == run_shas[index]
 
 
+@pytest.mark.slow
 def test_dsp_oracle_on_audio_count_degrades_monotonically_with_snr(tmp_path):
     code, _, err = run_cli(
         [

@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import run_cli
 
 LITERAL = (
@@ -16,6 +18,7 @@ LITERAL = (
 )
 
 
+@pytest.mark.slow
 def test_build_without_output_dir_writes_a_folder_load_dataset_finds_by_name(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     code, out, err = run_cli(["build", "audioicl_bench", "--configs", "audio_count", "--n_episodes", "2"])

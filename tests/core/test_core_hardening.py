@@ -114,6 +114,7 @@ def test_alice_without_a_judge_names_its_chain_of_thought_tasks():
 
 
 # --- 2. every rank heard -------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_an_error_on_rank_1_only_is_printed_by_rank_1_and_named_by_rank_0(tmp_path):
     folder = _copy_toy(tmp_path)
     # preflight renders episode 0; rank 1 of 2 gets the odd episodes, where this template fails
@@ -137,6 +138,7 @@ def test_an_error_on_rank_1_only_is_printed_by_rank_1_and_named_by_rank_0(tmp_pa
 
 
 # --- 3. no CI shown when none was measured -------------------------------------------------------------------
+@pytest.mark.slow
 def test_without_bootstrap_or_with_one_sample_no_interval_is_shown(tmp_path):
     code, out, _ = _run(
         TOY, "--model", "chance", "--no_cache", "--bootstrap_iters", "0", "--output_path", str(tmp_path),
@@ -211,6 +213,7 @@ def test_a_package_a_verdict_reader_imports_late_is_checked_before_any_request(t
 
 
 # --- 5. resume says what it reused; finished and unfinished run folders --------------------------------------
+@pytest.mark.slow
 def test_resume_reports_what_it_reused_and_a_finished_run_leaves_no_debris(tmp_path):
     args = ("--model", "chance", "--cache_dir", str(tmp_path / "cache"), "--log_samples")
     code, _, err = _run(TOY, *args, "--output_path", str(tmp_path / "first"))
@@ -354,6 +357,7 @@ def _corrupt(db: Path) -> None:
     db.write_bytes(bytes(data))
 
 
+@pytest.mark.slow
 def test_a_cache_damaged_mid_run_is_dropped_with_advice_and_the_run_completes(tmp_path):
     cache = tmp_path / "cache"
     code, first, _ = _run(TOY, "--model", "chance", "--cache_dir", str(cache))
@@ -425,6 +429,7 @@ def test_including_a_builtin_task_from_another_folder_resolves_its_templates(tmp
     }
 
 
+@pytest.mark.slow
 def test_one_broken_task_file_does_not_break_its_folder(tmp_path, caplog):
     folder = _copy_toy(tmp_path)
     (folder / "zz_broken.yaml").write_text("task: zz\nbuilder: [oops\n")

@@ -19,6 +19,7 @@ from tests.conftest import (
     latest_run,
     load_results,
     load_samples,
+    popen_interruptible,
     run_cli,
     run_two_processes,
     toy_answer,
@@ -39,6 +40,7 @@ def _toy_args(toy_dir: Path, out: Path, *extra: str) -> list[str]:
     ]
 
 
+@pytest.mark.slow
 def test_results_samples_and_table(toy_dir, tmp_path):
     code, out, err = run_cli(
         _toy_args(toy_dir, tmp_path / "out", "--model", "chance", "--cache_dir", str(tmp_path / "c"))
@@ -76,6 +78,7 @@ def test_results_samples_and_table(toy_dir, tmp_path):
     assert summary.startswith("| task |") and "| toy_tones | 1 | accuracy |" in summary
 
 
+@pytest.mark.slow
 def test_batch_size_and_rerun_do_not_change_results(toy_dir, tmp_path):
     runs = []
     for i, extra in enumerate((["--batch_size", "1"], ["--batch_size", "4"], ["--batch_size", "4"])):
@@ -98,6 +101,7 @@ def test_batch_size_and_rerun_do_not_change_results(toy_dir, tmp_path):
     assert all(s["cached"] for s in load_samples(runs[2], "toy_tones", drop_volatile=False))
 
 
+@pytest.mark.slow
 def test_seed_changes_episodes(toy_dir, tmp_path):
     hashes = []
     for seed in ("0", "1"):
@@ -242,7 +246,7 @@ def test_ctrl_c_keeps_cache_flushes_samples_and_rerun_resumes(toy_dir, tmp_path)
     port = free_port()
     cache = tmp_path / "cache"
     with FakeOpenAIServer(reply=toy_answer, delay=0.05, port=port) as server:
-        proc = subprocess.Popen(
+        proc = popen_interruptible(
             _api_args(toy_dir, tmp_path / "int", cache, port),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

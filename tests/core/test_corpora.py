@@ -87,6 +87,7 @@ def test_listing_names_every_corpus_with_source_licence_layout_and_download():
     assert code == 2 and "no automatic download" in err
 
 
+@pytest.mark.slow
 @needs_corpus("fsdd", "Free Spoken Digit Dataset")
 def test_fsdd_download_is_checked_against_the_pinned_digest(web, tmp_path):
     ref = "26eb9aaf76e81b692f806f9140c2d2777410d7a1"

@@ -39,6 +39,7 @@ def _same_run(a: Path, b: Path, task: str) -> None:
     assert load_samples(a, task) == load_samples(b, task)
 
 
+@pytest.mark.slow
 def test_a_built_folder_gives_the_synthesized_results_and_records_its_content_hash(toy_build, tmp_path):
     toy = ["--include_path", str(TOY), "--seed", "3"]
     synthesized, _ = _run(tmp_path, "synth", "toy_tones", "knn-icl", "n_episodes=6", *toy)
@@ -64,6 +65,7 @@ def test_a_built_folder_gives_the_synthesized_results_and_records_its_content_ha
     assert audio.wav("toy_tones", sample["episode"], clip["sha256"]) is not None
 
 
+@pytest.mark.slow
 def test_audioicl_from_a_built_folder_equals_the_synthesized_run(tmp_path):
     built = tmp_path / "icl_hub"
     code, _, err = run_cli(
@@ -91,6 +93,7 @@ def test_audioicl_from_a_built_folder_equals_the_synthesized_run(tmp_path):
         _same_run(synthesized, stored, task)
 
 
+@pytest.mark.slow
 def test_alice_from_a_built_folder_reads_demonstration_audio_from_the_pool_config(tmp_path):
     copy = write_layout(tmp_path / "alice_copy")
     built = tmp_path / "alice_hub"
@@ -125,6 +128,7 @@ def _hub_cache(root: Path, build: Path, repo: str = "org/toy") -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_a_hub_dataset_is_read_from_the_cache_offline_and_its_commit_recorded(
     toy_build, tmp_path, monkeypatch
 ):
@@ -162,6 +166,7 @@ def _fails(task_args: str, tasks: str = "toy_tones") -> str:
     return err
 
 
+@pytest.mark.slow
 def test_bad_datasets_are_named_with_what_is_missing(toy_build, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     err = _fails("dataset=audioicl_bnch", "audioicl_morse_letter")
@@ -205,6 +210,7 @@ def test_bad_datasets_are_named_with_what_is_missing(toy_build, tmp_path, monkey
     assert "holds episodes of 'adu_bench'" in _fails(f"dataset={other_benchmark}")
 
 
+@pytest.mark.slow
 def test_a_careless_dataset_value_says_what_it_is_not(toy_build, tmp_path, monkeypatch):
     """Empty, a path to nothing, a file, another benchmark's name: each one line saying which, never a run
     that silently generates or a list of unrelated folders."""
@@ -225,6 +231,7 @@ def test_a_careless_dataset_value_says_what_it_is_not(toy_build, tmp_path, monke
     assert "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_the_benchmark_name_means_generating_the_episodes(tmp_path):
     toy = ["--include_path", str(TOY), "--seed", "3", "--limit", "3"]
     synthesized, _ = _run(tmp_path, "synth", "toy_tones", "chance", "n_episodes=6", *toy)

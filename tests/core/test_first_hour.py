@@ -86,6 +86,7 @@ def test_the_readme_flag_table_lists_the_newcomers_flags():
     assert re.search(r"audioeval view", readme.split("## Quick start", 1)[1].split("## ", 1)[0])
 
 
+@pytest.mark.slow
 def test_a_run_with_samples_ends_with_the_command_that_opens_it(toy_dir, tmp_path):
     code, out, _ = run_cli(
         ["--tasks", "toy_tones", "--include_path", str(toy_dir), "--no_cache", "--limit", "1", "--no_progress",

@@ -48,6 +48,7 @@ def test_judge_args_counts_that_match_no_judge_list(judges, judge_args):
     assert "give one per --judge" in err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flags", [["--seed", "-1"], ["--judge_args", "model=x"]])
 def test_checked_before_the_run_modules_load(flags):
     code = (

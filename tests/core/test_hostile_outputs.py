@@ -108,6 +108,7 @@ def read_only_file(tmp_path: Path) -> Iterator[Path]:
 
 
 # ---- two runs, one --output_path ---------------------------------------------------------------------------
+@pytest.mark.slow
 def test_two_runs_into_one_output_path_each_finish_in_a_folder_of_their_own(tmp_path: Path):
     out, cache = tmp_path / "out", tmp_path / "cache"
     with FakeOpenAIServer(reply=toy_answer, delay=0.5) as server:
@@ -179,6 +180,7 @@ def _refused_before_any_request(
     return lines[0]
 
 
+@pytest.mark.slow
 def test_a_read_only_cache_dir_is_one_line_before_any_model_work(tmp_path: Path, read_only_dir: Path):
     out = tmp_path / "out"
     with FakeOpenAIServer(reply=toy_answer) as server:
@@ -190,6 +192,7 @@ def test_a_read_only_cache_dir_is_one_line_before_any_model_work(tmp_path: Path,
     assert "point --cache_dir at a writable folder, or pass --no_cache" in line
 
 
+@pytest.mark.slow
 def test_a_read_only_cache_dir_with_no_cache_runs(tmp_path: Path, read_only_dir: Path):
     with FakeOpenAIServer(reply=toy_answer) as server:
         proc = run_cli_subprocess(toy_run(server, tmp_path / "out", read_only_dir, "--no_cache"))
@@ -197,6 +200,7 @@ def test_a_read_only_cache_dir_with_no_cache_runs(tmp_path: Path, read_only_dir:
     assert len(load_samples(next((tmp_path / "out").glob("*/*")), "toy_tones")) > 0
 
 
+@pytest.mark.slow
 def test_a_read_only_audioeval_cache_is_one_line_naming_it(tmp_path: Path, read_only_dir: Path):
     """$AUDIOEVAL_CACHE holds dataset locks and synthesized speech for every run, --no_cache or not: it used to
     end in datasets' PermissionError traceback."""
@@ -209,6 +213,7 @@ def test_a_read_only_audioeval_cache_is_one_line_naming_it(tmp_path: Path, read_
     assert line.endswith("set AUDIOEVAL_CACHE to a writable folder.")
 
 
+@pytest.mark.slow
 def test_a_read_only_cache_file_is_one_line_not_a_hang(tmp_path: Path, read_only_file: Path):
     """SQLite opens a file it may not write read-only without a word; the first answer's write then failed
     inside the serving task and the run waited forever."""
@@ -220,6 +225,7 @@ def test_a_read_only_cache_file_is_one_line_not_a_hang(tmp_path: Path, read_only
     assert "pass --no_cache" in line
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["read-only folder", "under a file"])
 def test_an_output_path_that_cannot_be_written_is_one_line_before_any_model_work(
     tmp_path: Path, read_only_dir: Path, where: str
@@ -293,6 +299,7 @@ def test_a_store_that_raises_fails_the_requests_instead_of_leaving_them_waiting(
         asyncio.run(ask())
 
 
+@pytest.mark.slow
 def test_a_read_only_hugging_face_cache_is_one_line_naming_the_path(tmp_path: Path, read_only_dir: Path):
     """A read-only home (a container, a cluster node): `evaluate` creates its modules cache there while the
     tasks are prepared, and its PermissionError used to end the run in a traceback."""

@@ -76,6 +76,7 @@ def judged_reply(body: dict) -> str:
     return "Score: 7" if body.get("model") == JUDGE else "Saturn has the most moons."
 
 
+@pytest.mark.slow
 def test_keys_in_model_and_judge_urls_reach_no_file_log_cache_or_viewer(tmp_path: Path):
     secrets = {
         "model_password": "sk-SECRETmodelPassword1",
@@ -123,6 +124,7 @@ def test_keys_in_model_and_judge_urls_reach_no_file_log_cache_or_viewer(tmp_path
     assert leaks(keys, tmp_path) == []
 
 
+@pytest.mark.slow
 def test_keys_in_realtime_and_asr_urls_reach_no_file_or_log(tmp_path: Path):
     secrets = [
         "sk-SECRETrealtimePassword1",
@@ -156,6 +158,7 @@ KEY = "sk-SECRETtypedOnTheCommandLine9"
 HF_TOKEN = "hf_SECRETtypedOnTheCommandLine9"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("flags", "expected"),
     [
@@ -198,6 +201,7 @@ def test_a_key_typed_as_an_argument_is_refused_before_anything_is_written(tmp_pa
     assert leaks([KEY, HF_TOKEN], tmp_path) == []
 
 
+@pytest.mark.slow
 def test_a_wrong_key_in_the_environment_is_named_by_its_variable_not_shown(tmp_path: Path):
     """The endpoint refuses the key: the message names the variable it came from, never the key."""
     from audioeval.testing.fake_realtime import FakeRealtimeServer as Server
@@ -218,6 +222,7 @@ def test_a_wrong_key_in_the_environment_is_named_by_its_variable_not_shown(tmp_p
     assert in_text([wrong], proc.stdout, proc.stderr) == [] and leaks([wrong], tmp_path) == []
 
 
+@pytest.mark.slow
 def test_a_key_typed_in_asr_args_is_refused_and_the_failed_runs_marker_holds_no_key(tmp_path: Path):
     """The ASR is made with the model (whether the model speaks is known only then), after the run folder:
     its INCOMPLETE marker says why the run stopped, without the key."""

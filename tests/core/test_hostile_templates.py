@@ -37,6 +37,7 @@ def _text(renderer: PromptRenderer) -> str:
     return "".join(getattr(p, "text", "") for p in message.parts).strip()
 
 
+@pytest.mark.slow
 def test_the_issue_template_ends_quickly_with_one_clear_line(tmp_path):
     """`{{ '%s' % 'x' * 1000000000 }}` from a task folder given with --include_path: exit 2 and one line that
     names the template file and line and what it tried (it used to run until killed, exhausting memory)."""

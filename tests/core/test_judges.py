@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import socket
 
+import pytest
+
 from audioeval.config.verdicts import OutOfRange, result_text, score_0_10, yes_no
 from audioeval.testing.fake_openai import FakeOpenAIServer, Fault, prompt_text
 from tests.conftest import latest_run, load_results, load_samples, run_cli
@@ -64,6 +66,7 @@ def _args(toy_dir, out, cache, *judges):
     return args
 
 
+@pytest.mark.slow
 def test_judged_run_counts_failures_and_rerun_is_free(toy_dir, tmp_path):
     port = _free_port()
     faults = [Fault("429", times=2), Fault("500", times=1)]

@@ -118,6 +118,7 @@ def _run(mode: str, osps: Path, alice: Path, tmp_path: Path) -> dict:
     return json.loads(line[len("RESULT ") :])
 
 
+@pytest.mark.slow
 def test_load_by_name_offline_equals_audioeval_build(sources, tmp_path):
     osps, alice = sources
     result = _run("offline", osps, alice, tmp_path)
@@ -157,6 +158,7 @@ def test_load_by_name_offline_equals_audioeval_build(sources, tmp_path):
     assert result["configs"] == ["general", "skill", "multilingual", "ambiguity"]
 
 
+@pytest.mark.slow
 def test_load_by_name_with_the_network_refused_and_no_offline_switch(sources, tmp_path):
     osps, alice = sources
     result = _run("refused", osps, alice, tmp_path)

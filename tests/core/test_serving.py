@@ -133,6 +133,7 @@ def test_aimd_halves_once_per_round_grows_back_and_never_exceeds_the_maximum():
     assert limit.allowed == 10 and stats.peak_in_flight == 8 and stats.concurrency_min == 4
 
 
+@pytest.mark.slow
 def test_aimd_backs_off_on_429_and_never_exceeds_max_concurrent():
     faults = [Fault("429", times=6, retry_after=0.01)]
     with FakeOpenAIServer(latency=(0.02, 0.06), faults=faults) as endpoint:

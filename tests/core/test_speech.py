@@ -38,6 +38,7 @@ def test_other_languages_and_unknown_voice():
         speech.synthesize("hello", language="xx-nonexistent")
 
 
+@pytest.mark.slow
 def test_the_same_input_gives_the_same_samples_whatever_was_spoken_before():
     # eSpeak NG keeps state between utterances; the helper process speaks each one from a pristine state
     engine = speech._engine()

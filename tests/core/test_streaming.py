@@ -20,6 +20,7 @@ from tests.conftest import (
     latest_run,
     load_results,
     load_samples,
+    popen_interruptible,
     run_cli,
     run_two_processes,
     toy_answer,
@@ -40,6 +41,7 @@ def _args(toy_dir: Path, out: Path, cache: Path | None, model_args: str, *extra:
     return args + list(extra)
 
 
+@pytest.mark.slow
 def test_results_do_not_depend_on_concurrency(toy_dir, tmp_path):
     port = free_port()
     runs = []
@@ -80,6 +82,7 @@ def test_two_processes_at_64_in_flight_each_give_the_results_of_one(toy_dir, tmp
     assert figures["requests"] == 192 and figures["failed"] == 0 and figures["peak_in_flight"] <= 64
 
 
+@pytest.mark.slow
 def test_an_endpoint_going_down_stops_the_run_with_a_clear_error_and_keeps_the_answers(toy_dir, tmp_path):
     port = free_port()
     cache = tmp_path / "cache"
@@ -115,6 +118,7 @@ def _judged_args(toy_dir: Path, out: Path, cache: Path, model_url: str, judge_ur
     ]  # fmt: skip
 
 
+@pytest.mark.slow
 def test_a_judge_that_is_down_never_stops_generation(toy_dir, tmp_path):
     model_port, judge_port, cache = free_port(), free_port(), tmp_path / "cache"
     judge_url = f"http://127.0.0.1:{judge_port}/v1"
@@ -141,6 +145,7 @@ def test_a_judge_that_is_down_never_stops_generation(toy_dir, tmp_path):
     assert again["judges"]["judge-a"]["failed_verdicts"] == 0
 
 
+@pytest.mark.slow
 def test_identical_judge_requests_are_sent_once(toy_dir, tmp_path):
     with (
         FakeOpenAIServer(reply=toy_answer) as model,
@@ -165,7 +170,7 @@ def test_ctrl_c_mid_stream_cancels_in_flight_flushes_and_the_rerun_resumes(toy_d
     command = [sys.executable, "-m", "audioeval", *_args(toy_dir, tmp_path / "int", cache, model_args)]
     command += ["--task_args", "n_episodes=40"]
     with FakeOpenAIServer(reply=toy_answer, latency=(0.1, 0.4), port=port) as server:
-        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = popen_interruptible(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.time() + 120
         while len(server.timings) < 30:
             assert proc.poll() is None, proc.communicate()[1][-2000:]

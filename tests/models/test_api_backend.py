@@ -77,6 +77,7 @@ def test_rejected_key_is_a_clear_error(monkeypatch):
             model.generate([_request("x")])
 
 
+@pytest.mark.slow
 def test_run_counts_api_failures_and_never_writes_the_key(toy_dir, tmp_path, monkeypatch):
     secret = "sk-test-very-secret-123"
     monkeypatch.setenv("MY_KEY", secret)

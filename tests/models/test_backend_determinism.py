@@ -43,6 +43,7 @@ def sphinx():
     return create_model("pocketsphinx", {}, batch_size=1, seed=0)
 
 
+@pytest.mark.slow
 def test_pocketsphinx_transcript_does_not_depend_on_what_was_decoded_before(clips):
     soup, museum = clips
     alone = sphinx().transcribe(museum), sphinx().transcribe(soup)
@@ -54,6 +55,7 @@ def test_pocketsphinx_transcript_does_not_depend_on_what_was_decoded_before(clip
     assert "museum" in alone[0]
 
 
+@pytest.mark.slow
 def test_pocketsphinx_requests_in_any_batch_and_order_get_the_same_transcripts(clips):
     requests = [
         Request(messages=(Message("user", (AudioPart(c),)),), gen_kwargs={}, rid=RequestId("asr", 0, i))
@@ -66,6 +68,7 @@ def test_pocketsphinx_requests_in_any_batch_and_order_get_the_same_transcripts(c
     assert together[:2] == together[2:]
 
 
+@pytest.mark.slow
 def test_cascade_answers_do_not_depend_on_request_order(clips):
     def reply(body):
         return "LLM saw: " + prompt_text(body)

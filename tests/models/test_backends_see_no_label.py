@@ -150,6 +150,7 @@ def test_the_spies_would_see_a_label_left_in_the_view(request_pairs):
     assert _holds_poison(dataclasses.replace(bad.for_backend(), shown=leaky))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(set(model_names()) - NOT_OFFLINE))
 def test_every_offline_backend_answers_the_same_without_the_query_label(tasks, request_pairs, tmp_path, name):
     model = create_model(name, dict(OFFLINE_ARGS.get(name, {})), batch_size=4, seed=0)

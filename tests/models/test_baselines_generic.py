@@ -7,6 +7,8 @@ from __future__ import annotations
 import string
 from pathlib import Path
 
+import pytest
+
 from audioeval.data.builders import make_builder
 from audioeval.models.baselines.examples import examples_of
 from audioeval.models.registry import create_model
@@ -81,6 +83,7 @@ def test_demo_majority_answers_a_demo_label_and_so_never_a_count_it_was_shown(tm
         assert answer.text != episode["query"]["label"]  # demo counts differ from the query's by design
 
 
+@pytest.mark.slow
 def test_knn_icl_matches_the_bank_and_repeated_remap_patterns(tmp_path):
     out = run_evaluation(
         RunConfig(

@@ -46,6 +46,7 @@ def _mixed_requests():
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", TINY_FAMILIES)
 def test_greedy_outputs_do_not_depend_on_batch_size(hf_models, family):
     model = hf_models(family)
@@ -105,6 +106,7 @@ def test_omni_thinker_is_loaded_from_the_full_checkpoint(hf_models):
     assert torch.isfinite(next(model.parameters())).all()
 
 
+@pytest.mark.slow
 def test_greedy_even_when_the_checkpoint_samples_by_default(hf_models, tiny_models, tmp_path):
     """Released generation_config.json files often set do_sample/temperature; tasks stay greedy unless they ask."""
     import json

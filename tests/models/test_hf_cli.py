@@ -39,6 +39,7 @@ def _samples(run_dir: Path, task: str) -> list[dict]:
     return [json.loads(line) for line in (run_dir / f"samples_{task}.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.slow
 def test_toy_task_runs_end_to_end_and_reruns_from_cache(tiny_models, tmp_path):
     first = _run(tiny_models, tmp_path, "first")
     results = json.loads((first / "results.json").read_text())

@@ -23,7 +23,15 @@ from audioeval.models.realtime import RealtimeModel
 from audioeval.testing.fake_openai import FakeOpenAIServer
 from audioeval.testing.fake_realtime import RATE, FakeRealtimeServer, reply_words
 from audioeval.types import Message, Request, RequestId, TextPart
-from tests.conftest import free_port, latest_run, load_results, load_samples, run_cli, run_two_processes
+from tests.conftest import (
+    free_port,
+    latest_run,
+    load_results,
+    load_samples,
+    popen_interruptible,
+    run_cli,
+    run_two_processes,
+)
 
 
 def _model(server: FakeRealtimeServer, **args) -> RealtimeModel:
@@ -215,6 +223,7 @@ def _signature(responses) -> list[tuple]:
     return [(r.text, r.error, r.spoken.audio.sha256 if r.spoken else None) for r in responses]
 
 
+@pytest.mark.slow
 def test_answers_are_the_same_one_or_thirty_two_in_flight():
     requests = [_ask(tone(200 + 10 * i), f"q{i % 7}", k=i) for i in range(48)]
     with FakeRealtimeServer(latency=(0.0, 0.05)) as server:
@@ -275,7 +284,7 @@ def test_a_run_killed_or_interrupted_midway_resumes_without_re_requesting_answer
     port, cache = free_port(), tmp_path / "cache"
     with FakeRealtimeServer(latency=(0.05, 0.1), port=port) as server:
         cmd = [sys.executable, "-m", "audioeval", *_toy_run(toy_dir, tmp_path / "cut", cache, port)]
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = popen_interruptible(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         _wait_for_answers(server, 12, proc)
         proc.send_signal(sig)
         _, stderr = proc.communicate(timeout=60)
@@ -341,6 +350,7 @@ def test_a_session_that_declares_another_audio_rate_is_refused():
         _check_formats({"audio": {"input": {"format": {"type": "audio/pcm", "rate": 16000}}}})
 
 
+@pytest.mark.slow
 def test_the_standalone_server_serves_a_run_from_its_own_process():
     cmd = [sys.executable, "-m", "audioeval.testing.fake_realtime", "--latency", "0,0.05"]
     with subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) as proc:

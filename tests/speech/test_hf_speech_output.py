@@ -45,6 +45,7 @@ def _by_request(run_dir) -> dict[tuple[int, int], dict]:
     return {(s["episode"], s["shots"]): s for s in load_samples(run_dir, "toy_tones")}
 
 
+@pytest.mark.slow
 def test_the_command_line_run_scores_the_transcript_of_a_24khz_spoken_answer(tmp_path, omni):
     args = _args(tmp_path, "run", omni, SPEAKING, *TRANSCRIPT)
     done = subprocess.run(
@@ -71,6 +72,7 @@ def test_the_command_line_run_scores_the_transcript_of_a_24khz_spoken_answer(tmp
         assert s["scores"]["spoken_seconds"] == pytest.approx(spoken["audio"]["seconds"], abs=1e-3)
 
 
+@pytest.mark.slow
 def test_the_text_is_the_thinkers_and_the_audio_does_not_depend_on_the_batch(tmp_path, omni):
     text_only = _by_request(_run(tmp_path, "text", omni, "max_new_tokens=6"))
     alone = _by_request(_run(tmp_path, "alone", omni))
@@ -81,6 +83,7 @@ def test_the_text_is_the_thinkers_and_the_audio_does_not_depend_on_the_batch(tmp
     assert heard == {k: (s["response"], s["spoken"]["audio"]["sha256"]) for k, s in batched.items()}
 
 
+@pytest.mark.slow
 def test_a_rerun_reads_the_spoken_answers_from_the_cache_and_a_new_speaker_asks_again(tmp_path, omni):
     first = _by_request(_run(tmp_path, "a", omni))
     again_dir = _run(tmp_path, "again", omni, cache="a")
@@ -100,6 +103,7 @@ def test_a_rerun_reads_the_spoken_answers_from_the_cache_and_a_new_speaker_asks_
     )
 
 
+@pytest.mark.slow
 def test_a_talker_that_makes_no_speech_codes_is_a_counted_failure_saying_so(tmp_path, omni):
     # one talker step is the prompt's: no speech code follows, nothing to decode
     model_args = "audio_output=true,talker_max_new_tokens=1,max_new_tokens=6"

@@ -30,6 +30,7 @@ def _run(tmp_path, name: str, whisper, cache: str | None = None):
     return latest_run(tmp_path / name)
 
 
+@pytest.mark.slow
 def test_a_local_whisper_hears_the_answers_the_same_way_every_time(tmp_path, tiny_whisper):
     first, second = _run(tmp_path, "a", tiny_whisper), _run(tmp_path, "b", tiny_whisper)
     speech = load_results(first)["speech"]
@@ -46,6 +47,7 @@ def test_a_local_whisper_hears_the_answers_the_same_way_every_time(tmp_path, tin
     assert asr_entries == len({sha for sha, _ in heard})
 
 
+@pytest.mark.slow
 def test_a_rerun_asks_the_checkpoint_nothing(tmp_path, tiny_whisper):
     _run(tmp_path, "a", tiny_whisper)
     again = _run(tmp_path, "again", tiny_whisper, cache="a")

@@ -31,6 +31,7 @@ def _without_timings(run) -> tuple[dict, list[dict]]:
     return results, samples
 
 
+@pytest.mark.slow
 def test_tts_heard_by_pocketsphinx_offline_and_cached(tmp_path):
     args = toy_run_args(tmp_path / "out", tmp_path / "cache", "tts", "text_model=chance", "--limit", "2")
     code, _out, err = run_cli(args)
@@ -66,6 +67,7 @@ def test_one_or_two_processes_give_the_same_spoken_results(tmp_path):
     assert _without_timings(run_one) == _without_timings(run_two)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "model_args, message",
     [
@@ -104,6 +106,7 @@ def _spoken_answers(run) -> list[tuple]:
     ]
 
 
+@pytest.mark.slow
 def test_tts_hands_a_batch_text_model_batches_and_the_answers_do_not_depend_on_their_size(tmp_path):
     text_model = f"text_model={__name__}:BatchRecorder"
     runs = {}

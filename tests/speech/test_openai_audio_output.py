@@ -35,6 +35,7 @@ def server():
         yield s
 
 
+@pytest.mark.slow
 def test_the_request_asks_for_text_and_audio_and_demos_stay_text_turns(tmp_path, server):
     code, err = _run(tmp_path, server, "req", ",voice=verse,audio_format=pcm16", task="toy_tones_chat")
     assert code == 0, err
@@ -47,6 +48,7 @@ def test_the_request_asks_for_text_and_audio_and_demos_stay_text_turns(tmp_path,
     assert identity["audio_output"] == {"voice": "verse", "format": "pcm16"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "shape, audio_format", [("openai", "wav"), ("openai", "pcm16"), ("vllm-omni", "wav")]
 )
@@ -63,6 +65,7 @@ def test_both_reply_shapes_become_spoken_answers(tmp_path, server, shape, audio_
         assert spoken["time_to_first_audio_s"] is None and spoken["generation_s"] > 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["no_audio", "bad_audio", "truncated_audio", "unknown_audio"])
 def test_broken_audio_is_retried(tmp_path, server, kind):
     server.faults.append(Fault(kind, times=1))
@@ -73,6 +76,7 @@ def test_broken_audio_is_retried(tmp_path, server, kind):
     assert sum((s.get("response_info") or {}).get("attempts", 1) == 2 for s in samples) == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "kind, reason",
     [
@@ -117,6 +121,7 @@ def test_the_vllm_omni_text_choice_is_the_transcript():
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "model_args, message",
     [

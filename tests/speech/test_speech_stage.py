@@ -33,6 +33,7 @@ def server():
         yield s
 
 
+@pytest.mark.slow
 def test_the_asr_text_is_scored_by_default_sample_by_sample(tmp_path, server):
     code, err = _run(tmp_path, server, "asr")
     assert code == 0, err
@@ -46,6 +47,7 @@ def test_the_asr_text_is_scored_by_default_sample_by_sample(tmp_path, server):
     assert all(f.get("model") == "whisper-test" for f in server.transcriptions)
 
 
+@pytest.mark.slow
 def test_the_models_transcript_is_scored_when_asked(tmp_path, server):
     code, err = _run(tmp_path, server, "tr", "--spoken_text", "transcript")
     assert code == 0, err
@@ -58,6 +60,7 @@ def test_the_models_transcript_is_scored_when_asked(tmp_path, server):
     assert speech["asr_identity"]["endpoint_model"] == "whisper-test"
 
 
+@pytest.mark.slow
 def test_spoken_metrics_sit_beside_the_tasks_own(tmp_path, server):
     code, err = _run(tmp_path, server, "m")
     assert code == 0, err
@@ -72,6 +75,7 @@ def test_spoken_metrics_sit_beside_the_tasks_own(tmp_path, server):
         assert (run / s["spoken"]["audio_file"]).is_file()
 
 
+@pytest.mark.slow
 def test_an_asr_that_fails_is_a_counted_failure_with_its_reason(tmp_path, server):
     server.transcription_faults.append(Fault("500", times=10_000))
     code, err = _run(tmp_path, server, "f", "--asr_args", f"model=w,base_url={server.base_url},max_retries=1")
@@ -87,6 +91,7 @@ def test_an_asr_that_fails_is_a_counted_failure_with_its_reason(tmp_path, server
     assert code == 3, err  # no sample could be scored
 
 
+@pytest.mark.slow
 def test_a_rerun_asks_the_asr_nothing_more(tmp_path, server):
     assert _run(tmp_path, server, "r")[0] == 0
     asked = len(server.transcriptions)
@@ -111,12 +116,14 @@ def _stable(run) -> tuple[dict, list[dict]]:
     return results, samples
 
 
+@pytest.mark.slow
 def test_results_do_not_depend_on_the_requests_in_flight(tmp_path, server):
     assert _run(tmp_path, server, "one", text_args="num_concurrent=1")[0] == 0
     assert _run(tmp_path, server, "eight", text_args="num_concurrent=8")[0] == 0
     assert _stable(latest_run(tmp_path / "one")) == _stable(latest_run(tmp_path / "eight"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "flags, message",
     [

@@ -9,6 +9,7 @@ import subprocess
 import time
 
 import numpy as np
+import pytest
 
 from audioeval.run.cache import CacheEntry, NoCache, ResponseCache
 from audioeval.testing.fake_openai import FakeOpenAIServer
@@ -85,6 +86,7 @@ def _generated(cache_file) -> int:
         return db.execute("SELECT COUNT(*) FROM responses WHERE kind = 'generate'").fetchone()[0]
 
 
+@pytest.mark.slow
 def test_sigkill_mid_run_then_rerun_asks_only_the_unanswered_requests(tmp_path):
     cache = tmp_path / "cache"
     with FakeOpenAIServer(reply=toy_answer, delay=0.05) as server:

@@ -33,6 +33,7 @@ def _served_clips_match_the_log(run_dir: Path, task: str, index: int = 0) -> int
     return len(parts)
 
 
+@pytest.mark.slow
 def test_clips_of_each_benchmark_are_rebuilt_identical_to_the_logged_sha256(
     audioicl_runs, alice_run, adu_run
 ):
@@ -45,6 +46,7 @@ def test_clips_of_each_benchmark_are_rebuilt_identical_to_the_logged_sha256(
     assert _served_clips_match_the_log(adu_run, "adu_skill") == 1
 
 
+@pytest.mark.slow
 def test_clip_places_and_labels_follow_the_prompt_even_when_the_same_audio_repeats(audioicl_runs):
     """AudioRemap repeats the A and B reference sounds in every demo and the query: each occurrence gets its own
     place, in prompt order."""
@@ -69,6 +71,7 @@ def _edit_results(run_dir: Path, edit) -> None:
     path.write_text(json.dumps(results))
 
 
+@pytest.mark.slow
 def test_a_changed_builder_shows_the_samples_with_their_audio_marked_and_never_served(toy_runs, tmp_path):
     """A run whose recorded config no longer yields the logged audio (here: another seed, as from a changed
     builder or another audioeval version) still shows every sample; each clip says why it cannot be played."""

@@ -305,6 +305,7 @@ def test_a_client_that_disconnects_mid_answer_leaves_no_traceback(toy_runs, capf
     assert "Traceback" not in err and "Exception occurred" not in err
 
 
+@pytest.mark.slow
 def test_a_client_that_closes_the_socket_at_once_leaves_no_traceback(toy_runs, capfd):
     import socket
     import struct

@@ -104,6 +104,7 @@ def test_pages_and_data(toy_runs):
         assert get(server, "/api/run/0/sample/toy_tones/99/0")[0] == 404
 
 
+@pytest.mark.slow
 def test_a_run_without_sample_logs_says_so_and_shows_its_results(toy_run_without_samples):
     with serve(toy_run_without_samples) as server:
         samples = api(server, "run/0/samples")

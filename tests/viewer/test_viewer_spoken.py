@@ -44,6 +44,7 @@ def spoken_run(tmp_path_factory) -> Path:
         return Path(run_evaluation(cfg)["run_dir"])
 
 
+@pytest.mark.slow
 def test_the_detail_carries_the_spoken_answer_and_serves_its_audio(spoken_run):
     with serve(spoken_run) as server:
         detail = api(server, "run/0/sample/toy_tones/0/0")

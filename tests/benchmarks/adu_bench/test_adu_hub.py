@@ -6,12 +6,14 @@ from pathlib import Path
 
 import datasets
 import numpy as np
+import pytest
 
 from audioeval.benchmarks.adu_bench.episodes import VARIATION_COLUMNS, row_to_episode
 from audioeval.cli import main
 from audioeval.data.builders import make_builder
 
 
+@pytest.mark.slow
 def test_build_then_load_dataset_round_trip(tmp_path: Path, capsys):
     out, hf_cache = tmp_path / "adu_hub", tmp_path / "hf_cache"  # a fresh datasets cache: no stale copies
     assert main(["build", "adu_bench", "--output_dir", str(out), "--n_episodes", "3"]) == 0

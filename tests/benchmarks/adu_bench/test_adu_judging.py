@@ -47,6 +47,7 @@ def judge_requests(server: FakeOpenAIServer) -> list[dict[str, Any]]:
     return [r for r in server.requests if is_judge(r)]
 
 
+@pytest.mark.slow
 def test_two_judges_both_orders_kept_side_by_side_never_averaged(tmp_path: Path, capsys):
     def reply(body):
         if not is_judge(body):
@@ -116,6 +117,7 @@ def test_pause_and_intonation_items_get_the_correctness_template(tmp_path: Path)
     assert out["results"]["adu_ambiguity"]["0-shot"]["position_bias@judge-a"] == -10.0
 
 
+@pytest.mark.slow
 def test_the_correctness_prompt_is_the_same_for_built_in_and_released_items(tmp_path: Path):
     """A pause item asks the judge the same question whether it was synthesised here or read from the
     released files (whose rows say nothing about how the clip was spoken)."""
@@ -265,6 +267,7 @@ def test_the_correctness_judge_accepts_only_10_or_0(tmp_path: Path):
     assert summary["datasets"]["ambiguity"]["judges"]["judge-a"]["out_of_range"] == 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("body", "content_type"),
     [
@@ -291,6 +294,7 @@ def test_a_judge_endpoint_answering_garbage_is_a_counted_failure_not_a_crash(
     assert all("malformed reply after 1 attempt(s)" in e for e in errors)
 
 
+@pytest.mark.slow
 def test_rerun_pays_for_nothing_already_judged_and_retries_failed_judgments(tmp_path: Path):
     faults = [Fault("500", times=2, match="[Assistant's response]\nA fine answer.\n\n[Reference answer]")]
     with FakeOpenAIServer(reply=judge_reply(), faults=faults) as server:
@@ -318,6 +322,7 @@ def test_without_a_judge_scores_are_missing_and_the_report_says_why(tmp_path: Pa
     assert "No judge was configured (pass --judge)" in report
 
 
+@pytest.mark.slow
 def test_released_layout_runs_through_task_args_and_tables_combine(
     tmp_path: Path, upstream_dir: Path, capsys
 ):

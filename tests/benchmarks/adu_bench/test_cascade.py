@@ -44,6 +44,7 @@ def sphinx():
     return create_model("pocketsphinx", {}, batch_size=1, seed=0)
 
 
+@pytest.mark.slow
 def test_pocketsphinx_transcribes_clear_espeak_speech(sphinx):
     hypotheses = [sphinx.transcribe(speech(s)) for s in SENTENCES]
     assert jiwer.wer(SENTENCES, hypotheses) < 0.5
@@ -120,6 +121,7 @@ def test_an_audio_language_model_can_be_the_asr_stage_and_transcripts_are_reused
     assert identity["asr"]["endpoint_model"] == "asr-lalm" and identity["llm"]["endpoint_model"] == "text-llm"
 
 
+@pytest.mark.slow
 def test_offline_cascade_with_an_openai_text_stage_end_to_end(tmp_path: Path):
     def reply(body):
         if is_judge(body):
@@ -163,6 +165,7 @@ def test_offline_cascade_with_an_openai_text_stage_end_to_end(tmp_path: Path):
         assert len([r for r in server.requests[before:] if not is_judge(r)]) == 2
 
 
+@pytest.mark.slow
 def test_hf_chat_batches_with_left_padding_like_single_requests(tiny_lm: Path):
     model = create_model("hf-chat", {"pretrained": str(tiny_lm)}, batch_size=3, seed=0)
     texts = ["hello", "what is the capital of japan and why is the sky blue today", "x"]
@@ -178,6 +181,7 @@ def test_hf_chat_batches_with_left_padding_like_single_requests(tiny_lm: Path):
     assert model.identity["fingerprint"] and model.identity["dtype"] == "float32"
 
 
+@pytest.mark.slow
 def test_offline_cascade_with_a_local_causal_lm_end_to_end(tmp_path: Path, tiny_lm: Path):
     with FakeOpenAIServer(reply=judge_reply("5", "5")) as server:
         out = run_evaluation(

@@ -47,6 +47,7 @@ def test_capital(response, expected):
     assert strict(response, C.CAPITAL) is expected
 
 
+@pytest.mark.slow
 def test_capital_ignores_language_unlike_ifeval(monkeypatch):
     import langdetect
 

@@ -28,6 +28,7 @@ def _run(tmp_path: Path, *args: str) -> Path:
     return run_dir
 
 
+@pytest.mark.slow
 def test_cli_run_with_chance_writes_results_samples_and_report(tmp_path):
     tasks = "alice_s1_ser_ceq,alice_s2_asr_ceq,alice_s3_gr_cot,alice_s1_mmau_ceq"
     run_dir = _run(tmp_path, "--tasks", tasks, "--model", "chance", "--limit", "3", "--num_fewshot", "0,1,2")
@@ -52,6 +53,7 @@ def test_cli_run_with_chance_writes_results_samples_and_report(tmp_path):
     assert "| chance |" in report and "Task Group A" in report
 
 
+@pytest.mark.slow
 def test_full_group_fills_table_2(tmp_path):
     run_dir = _run(
         tmp_path, "--tasks", "alice", "--model", "chance", "--limit", "1", "--num_fewshot", "0,1,3"
@@ -114,6 +116,7 @@ class BadModel(Model):
         return out
 
 
+@pytest.mark.slow
 def test_bad_responses_are_scored_or_counted_never_lost(tmp_path, monkeypatch):
     import audioeval.models.registry as models
 

@@ -8,6 +8,8 @@ import re
 import shlex
 from pathlib import Path
 
+import pytest
+
 from audioeval.audio.wav import decode_wav
 from audioeval.testing.fake_openai import FakeOpenAIServer, prompt_text, reasoning_model_refusal
 from tests.alice_testutil import isolated_cache  # noqa: F401
@@ -43,6 +45,7 @@ def judge_reply(body):
     return "Explanation: it agrees.\nResult: YES"
 
 
+@pytest.mark.slow
 def test_documented_reasoning_judge_commands_are_accepted(tmp_path):
     commands = [
         args

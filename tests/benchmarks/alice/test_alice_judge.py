@@ -62,6 +62,7 @@ def missing(value) -> bool:
     return value is None or value != value  # None in results.json, NaN in the returned dict
 
 
+@pytest.mark.slow
 def test_verdicts_are_used_retries_succeed_and_a_rerun_makes_no_calls(tmp_path):
     port = free_port()
     faults = [Fault("429", times=2, retry_after=0.05), Fault("500", times=1, retry_after=0.05)]
@@ -87,6 +88,7 @@ def test_verdicts_are_used_retries_succeed_and_a_rerun_makes_no_calls(tmp_path):
     assert again["results"] == out["results"]
 
 
+@pytest.mark.slow
 def test_failed_judgments_are_counted_and_missing_not_zero(tmp_path):
     def reply(body):
         text = prompt_text(body)

@@ -113,6 +113,7 @@ def _accuracy(tmp_path: Path, scoring: str) -> dict:
     return json.loads(results.read_text())["results"]["alice_s1_ser_ceq"]["0-shot"]
 
 
+@pytest.mark.slow
 def test_run_with_upstream_scoring_reproduces_the_title_bug(tmp_path, monkeypatch):
     import audioeval.models.registry as models
 

@@ -46,6 +46,7 @@ def test_every_config_is_registered_with_a_stable_id():
     assert len(set(TASK_IDS.values())) == len(TASK_IDS)
 
 
+@pytest.mark.slow
 def test_episode_alone_in_a_fresh_process_equals_episode_from_a_full_run(tmp_path):
     """Episode 7 generated alone, in a new process with empty in-memory caches, has the same bytes as
     episode 7 of a sequential run over all 8 episodes."""

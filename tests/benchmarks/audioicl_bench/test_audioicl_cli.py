@@ -15,6 +15,7 @@ from audioeval.cli import main
 from audioeval.data.builders import make_builder, row_to_episode
 
 
+@pytest.mark.slow
 def test_chance_run_writes_results_report_and_plot(tmp_path, capsys):
     code = main(
         [
@@ -56,6 +57,7 @@ def test_chance_run_writes_results_report_and_plot(tmp_path, capsys):
     assert "report: " in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_group_run_aggregates_a2_and_a3_once_per_task(tmp_path):
     from audioeval.run.conductor import RunConfig, run_evaluation
 
@@ -82,6 +84,7 @@ def test_group_run_aggregates_a2_and_a3_once_per_task(tmp_path):
     assert a3["accuracy"] == pytest.approx(mean)
 
 
+@pytest.mark.slow
 def test_report_formats_the_group_average_and_the_reference_shortcut_from_results_json(tmp_path):
     """The A3 row is the audioicl_a3 group of results.json with its CI; the shortcut column is the
     `shortcut` reference model the core scored on the same episodes (with CIs of its own)."""

@@ -150,6 +150,7 @@ def test_audio_count_labels_match_counted_onsets(shortcut_free):
     assert checked == N_EPISODES * 6
 
 
+@pytest.mark.slow
 def test_audio_count_hard_labels_match_matched_filter_count():
     for ep in episodes("audio_count_hard"):
         template = percussion.render(ep["metadata"]["sound"]["timbre"]).astype(np.float64)
@@ -169,6 +170,7 @@ def test_audio_count_hard_labels_match_matched_filter_count():
 # ---- AudioLength ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_audio_length_labels_are_measured_total_durations():
     for ep in episodes("audio_length"):
         for shot in shots(ep):
@@ -182,6 +184,7 @@ def test_audio_length_labels_are_measured_total_durations():
             assert not zero_runs(np.delete(x, range(*silences[0])), int(0.005 * SR))
 
 
+@pytest.mark.slow
 def test_audio_length_hard_labels_are_measured_active_durations():
     labels = []
     for ep in episodes("audio_length_hard"):
@@ -215,6 +218,7 @@ def _filler_template(sound: dict) -> np.ndarray:
     return x[: int(np.searchsorted(energy, 0.99)) + 1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("config", ["audio_operator", "audio_operator_hard"])
 def test_audio_operator_labels_recomputed_from_metadata_and_fillers_found_in_audio(config):
     for ep in episodes(config):
@@ -247,6 +251,7 @@ def test_audio_operator_labels_recomputed_from_metadata_and_fillers_found_in_aud
                 assert positions[0] < positions[1]  # the filler heard first is the first operator
 
 
+@pytest.mark.slow
 def test_audio_operator_hard_first_demo_shows_that_x_binds_tighter_than_plus_and_minus():
     for ep in episodes("audio_operator_hard"):
         demo = ep["demos"][0]
@@ -285,6 +290,7 @@ def segment_letters(mix: np.ndarray, anchors: dict[str, np.ndarray], gaps: bool 
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shortcut_free", [False, True])
 def test_audio_remap_labels_match_segments_found_by_correlation(shortcut_free):
     for ep in episodes("audio_remap", shortcut_free=shortcut_free):
@@ -374,6 +380,7 @@ def _detect(ep: dict, k: int) -> str:
     return "Anomalous" if distance(_features(samples(ep["query"]))) > threshold else "Normal"
 
 
+@pytest.mark.slow
 def test_anomaly_labels_are_consistent_and_detectable_when_faults_are_strong():
     from audioeval.benchmarks.audioicl_bench.sounds.machines import APPLICABLE_ANOMALIES
 

@@ -59,6 +59,7 @@ def test_audio_remap_twins_by_default_and_an_independent_pattern_without_them():
     assert builder.max_supported_shots() == 8 and len(builder.episode(0)["demos"]) == 8
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("config", ["audio_count", "audio_count_hard"])
 def test_audio_count_query_count_is_unseen_by_default_and_independent_with_shortcut_free(config):
     n = 12 if config == "audio_count_hard" else N
@@ -108,6 +109,7 @@ def rules(tmp_path, name: str, task: str) -> dict[int, list[dict]]:
     return out
 
 
+@pytest.mark.slow
 def test_shortcut_model_copies_twins_eliminates_seen_labels_and_loses_both_on_shortcut_free_builds(tmp_path):
     tasks = "audioicl_audio_remap,audioicl_audio_count,audioicl_morse_letter"
     default = run(tmp_path, "default", tasks)["results"]
@@ -172,6 +174,7 @@ def test_shortcut_model_refuses_tasks_outside_audioicl(tmp_path, toy_dir):
                                  show_progress=False))  # fmt: skip
 
 
+@pytest.mark.slow
 def test_report_prints_the_shortcut_score_beside_chance(tmp_path):
     tasks = "audioicl_audio_remap,audioicl_audio_count"
     run(tmp_path, "chance", tasks, model="chance")
@@ -192,6 +195,7 @@ def test_report_prints_the_shortcut_score_beside_chance(tmp_path):
     assert shortcut_cells(own) == shortcut_cells(report)  # read from its own results, recomputed for others
 
 
+@pytest.mark.slow
 def test_the_shortcut_reference_model_is_served_from_the_response_cache_on_a_rerun(tmp_path, monkeypatch):
     """`reference_models: [shortcut]` takes the serving path every model takes: a rerun with the same cache
     answers its requests from the cache, so it never studies a task again, and reports the same numbers as a

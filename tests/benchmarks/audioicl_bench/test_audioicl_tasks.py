@@ -199,6 +199,7 @@ def test_chat_layout_turns(registry):
     assert messages[1].text == ep["demos"][0]["label"] and len(messages[-1].clips) == 3
 
 
+@pytest.mark.slow
 def test_label_spaces_cover_the_targets(registry):
     tasks = prepare(registry, [*NINE, "audioicl_morse_letter"])
     for name, task in tasks.items():

@@ -53,6 +53,7 @@ def _samples(out: dict, task: str) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
+@pytest.mark.slow
 def test_reads_the_answer_where_the_signal_determines_it(tmp_path):
     tasks = [
         "audioicl_audio_count",
@@ -80,6 +81,7 @@ def test_reads_the_answer_where_the_signal_determines_it(tmp_path):
     assert abs(info["dash_above_s"] - 2 * 1.2 / 31.0) < 1.2 / 31.0  # between a dot and a dash at 31 wpm
 
 
+@pytest.mark.slow
 def test_operator_tasks_need_many_demos_but_get_well_above_chance(tmp_path):
     tasks = "audioicl_audio_operator,audioicl_audio_operator_hard"
     out = _run(tmp_path, tasks, [7], n=16, seed=23, max_shots=7)
@@ -96,6 +98,7 @@ def test_operator_tasks_need_many_demos_but_get_well_above_chance(tmp_path):
             assert sample["response_info"]["dsp_oracle"]["digit_clusters"] == len(digits), episode["id"]
 
 
+@pytest.mark.slow
 def test_k0_falls_back_to_the_label_space_where_nothing_can_be_calibrated(tmp_path):
     out = _run(tmp_path, "audioicl_audio_length,audioicl_audio_remap", [0, 1], n=6, seed=29)
     for sample in _samples(out, "audioicl_audio_length"):

@@ -3,6 +3,8 @@ task that reads local files is never kept."""
 
 from __future__ import annotations
 
+import pytest
+
 from audioeval.augment.plan import parse_augment
 from audioeval.config.registry import TaskRegistry
 from audioeval.run.conditions import with_conditions
@@ -19,6 +21,7 @@ def prepared(seed: int = 0, shots=(0, 1), task_args=None, augment=(), target="qu
     return with_conditions(tasks, parse_augment(list(augment), target))
 
 
+@pytest.mark.slow
 def test_the_key_follows_seed_shots_parameters_and_condition():
     (base,) = prepared()
     assert task_key(base) == task_key(prepared()[0])

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from audioeval.run.conductor import RunConfig, run_evaluation
 from tests.conftest import latest_run
 
@@ -33,6 +35,7 @@ def samples(tmp_path, name: str) -> list[dict]:
     return rows
 
 
+@pytest.mark.slow
 def test_a_rerun_synthesizes_nothing_and_reports_the_same(tmp_path):
     cache = str(tmp_path / "cache")
     first = evaluate(tmp_path, "first", cache_dir=cache)
@@ -51,6 +54,7 @@ def test_a_rerun_synthesizes_nothing_and_reports_the_same(tmp_path):
     assert samples(tmp_path, "more") == samples(tmp_path, "fresh")
 
 
+@pytest.mark.slow
 def test_episodes_whose_answers_are_gone_are_synthesized_again(tmp_path):
     cache = tmp_path / "cache"
     first = evaluate(tmp_path, "first", cache_dir=str(cache))
