@@ -1,5 +1,5 @@
 """Command line: `audioeval --tasks ... --model ...` (lm-eval habits), plus `audioeval build`, `audioeval push`,
-`audioeval corpora` and `audioeval view`.
+`audioeval push-results`, `audioeval corpora` and `audioeval view`.
 
 Works the same under `python -m audioeval` and `accelerate launch -m audioeval`."""
 
@@ -336,6 +336,11 @@ def main(argv: list[str] | None = None) -> int:
 
             setup_logging("DEBUG" if debug else "INFO")
             return cmd_build(argv[1:]) if argv[0] == "build" else cmd_push(argv[1:])
+        if argv and argv[0] == "push-results":
+            from audioeval.results.publish.cli import cmd_push_results
+
+            setup_logging("DEBUG" if debug else "INFO")
+            return cmd_push_results(argv[1:])
         if argv and argv[0] == "corpora":
             from audioeval.data.corpora.cli import cmd_corpora
 

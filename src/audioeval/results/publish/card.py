@@ -1,0 +1,162 @@
+"""The dataset card (README.md) of a published run: YAML front matter with one `configs:` entry per task (its
+per-sample details load by config name) and the run's settings under `audioeval:`; the body holds the main
+results table, the command that reproduces the run, its settings and how to load the details."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from audioeval.redact import redact_message
+from audioeval.results.compact_table import compact_table
+from audioeval.results.publish.details import Details
+from audioeval.results.publish.reproduce import selected_names
+
+CARD_KEY = "audioeval"
+SPLIT = "test"  # the details of one run; the benchmarks' episodes come from their test splits
+
+
+@dataclass
+class PublishedRun:
+    """What the card says about one run."""
+
+    record: dict[str, Any]
+    repo_id: str
+    details: dict[str, tuple[str, Details]]  # task -> (path in the repository, what its file holds)
+    files: list[str]  # every other file of the repository (results.json, summary.md, reports/...)
+    command: str  # the command line that reproduces the run
+    no_details: str | None  # why the repository holds no per-sample details, when it holds none
+
+
+def model_label(record: dict[str, Any]) -> str:
+    model = record["model"]
+    args = model.get("model_args") or {}
+    named = next((str(args[k]) for k in ("pretrained", "model") if args.get(k)), None)
+    return f"{model['name']} ({named})" if named else str(model["name"])
+
+
+def settings(run: PublishedRun) -> dict[str, Any]:
+    """The `audioeval:` block of the front matter: what ran, with what, and how to run it again."""
+    r = run.record
+    return {
+        "model": {"name": r["model"]["name"], "model_args": r["model"].get("model_args") or {}},
+        "tasks": {
+            task: {"shots": c.get("shots"), "n_episodes": c.get("n_episodes"), "version": c.get("version")}
+            | ({"dataset": c["dataset"]["source"]} if isinstance(c.get("dataset"), dict) else {})
+            for task, c in r["configs"].items()
+        },
+        "groups": list(r["groups"]),
+        "num_fewshot": r.get("num_fewshot"),
+        "seed": r["seed"],
+        "limit": r.get("limit"),
+        "task_args": r.get("task_args") or {},
+        "bootstrap_resamples": r.get("bootstrap_resamples"),
+        "versions": r.get("versions") or {},
+        "git_commit": r.get("git_commit"),
+        "date": r["date"],
+        "command": run.command,
+    }
+
+
+def card_text(run: PublishedRun) -> str:
+    from huggingface_hub import DatasetCardData
+
+    extra: dict[str, Any] = {CARD_KEY: settings(run)}
+    data = DatasetCardData(
+        pretty_name=f"audioeval results: {model_label(run.record)}",
+        tags=["audioeval", "evaluation", "audio"],
+        configs=[
+            {"config_name": task, "data_files": [{"split": SPLIT, "path": path}]}
+            for task, (path, _details) in run.details.items()
+        ],
+        **extra,
+    )
+    return redact_message(f"---\n{data.to_yaml()}\n---\n\n{_body(run)}")
+
+
+def _body(run: PublishedRun) -> str:
+    r = run.record
+    version = (r.get("versions") or {}).get("audioeval")
+    lines = [
+        f"# audioeval results: {model_label(r)}",
+        "",
+        f"Evaluation of `{r['model']['name']}` on {', '.join(f'`{n}`' for n in selected_names(r))} with "
+        f"audioeval {version}, run on {r['date']}"
+        + (f" (git commit `{r['git_commit']}`)." if r.get("git_commit") else "."),
+        "",
+        "## Results",
+        "",
+        compact_table(r["results"], r["groups"]),
+        "",
+        "Every metric with its standard error and failed requests: `summary.md`; the run's whole record: "
+        "`results.json`"
+        + (
+            "; the benchmark reports: `reports/`."
+            if any(f.startswith("reports/") for f in run.files)
+            else "."
+        ),
+        "",
+        "## Reproduce",
+        "",
+        "```bash",
+        run.command,
+        "```",
+        "",
+    ]
+    return "\n".join(lines + _settings_section(r) + _details_section(run))
+
+
+def _settings_section(r: dict[str, Any]) -> list[str]:
+    lines = ["## Settings", "", "| setting | value |", "|---|---|", f"| model | `{r['model']['name']}` |"]
+    for key, value in (r["model"].get("model_args") or {}).items():
+        lines.append(f"| model_args.{key} | `{value}` |")
+    for task, c in r["configs"].items():
+        lines.append(
+            f"| {task} | k = {', '.join(str(k) for k in c.get('shots') or [])}; {c.get('n_episodes')} episodes |"
+        )
+    lines += [
+        f"| seed | {r['seed']} |",
+        f"| limit | {r.get('limit') if r.get('limit') is not None else 'none'} |",
+    ]
+    for key, value in (r.get("task_args") or {}).items():
+        lines.append(f"| task_args.{key} | `{value}` |")
+    lines.append(f"| bootstrap resamples | {r.get('bootstrap_resamples')} |")
+    lines += [f"| {name} version | {v or 'not installed'} |" for name, v in (r.get("versions") or {}).items()]
+    lines.append("")
+    if r.get("warnings"):
+        lines += ["The run warned:", "", *(f"- {w}" for w in r["warnings"]), ""]
+    return lines
+
+
+def _details_section(run: PublishedRun) -> list[str]:
+    lines = ["## Per-sample details", ""]
+    if not run.details:
+        return lines + [run.no_details or "This repository holds no per-sample details.", ""]
+    first = next(iter(run.details))
+    lines += [
+        f"One config per task (split `{SPLIT}`), one row per sample, in (episode, k) order:",
+        "",
+        "| config | rows | JSON columns |",
+        "|---|---|---|",
+    ]
+    for task, (_path, d) in run.details.items():
+        json_columns = ", ".join(f"`{c}`" for c, kind in d.columns.items() if kind == "json") or "—"
+        lines.append(f"| {task} | {d.rows} | {json_columns} |")
+    lines += [
+        "",
+        "Fields that hold objects or lists in the run's sample lines (metadata, messages, scores, generation "
+        "settings) are JSON strings; `json.loads` gives them back as logged. Audio is referenced by its SHA-256, "
+        "not stored.",
+        "",
+        "```python",
+        "import json",
+        "import datasets",
+        "",
+        f'ds = datasets.load_dataset("{run.repo_id}", "{first}", split="{SPLIT}")',
+        'scores = [json.loads(row["scores"]) for row in ds]',
+        "```",
+        "",
+    ]
+    if run.no_details:
+        lines += [run.no_details, ""]
+    return lines

@@ -1,0 +1,200 @@
+"""A run's headline numbers as the Hub's evaluation results of the model: YAML files in the model repository's
+`.eval_results/` folder, in the format of https://huggingface.co/docs/hub/eval-results (one list of entries per
+file; each entry `dataset: {id, task_id, revision}`, `value`, `date`, `source: {url, name}`, `notes`).
+
+The headline numbers are the run's group aggregates (every metric a group averages, per k: what the
+benchmark's papers put in their tables' average rows), its pooled group cells (per shot setting), and each
+task's main metric per k. `dataset.id` is the Hub dataset holding the benchmark (`audioeval push`); `task_id`
+names the number (`<group or task>-<metric>-<k>-shot`), a leaderboard id the benchmark's `eval.yaml` declares."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import yaml
+
+from audioeval.errors import UsageError, unknown_name_message
+from audioeval.results.outputs import safe_name
+from audioeval.results.publish.reproduce import benchmark_of_task, benchmarks_of, group_members
+
+_NOT_METRICS = ("n", "errors", "subtasks")
+_STATS = ("_stderr", "_ci95", "_missing", "_unscored")
+_REPO_ID = re.compile(r"[A-Za-z0-9][\w.\-]*/[\w.\-]+")
+FLAG = "--benchmark_repo"
+
+
+@dataclass(frozen=True)
+class BenchmarkRepo:
+    repo_id: str
+    revision: str | None = None  # the commit the run read its episodes from, when it read them from the Hub
+
+
+@dataclass(frozen=True)
+class Headline:
+    benchmark: str
+    name: str  # the group or task
+    kind: str  # group, pooled or task
+    metric: str
+    shots: str  # `3-shot`, or a pooled setting such as `few-shot`
+    value: float
+    n: int | None
+
+    @property
+    def task_id(self) -> str:
+        return f"{self.name}-{self.metric}-{self.shots}"
+
+
+def _metrics(block: dict[str, Any]) -> list[str]:
+    return [
+        m
+        for m, v in block.items()
+        if m not in _NOT_METRICS
+        and not m.endswith(_STATS)
+        and not m.endswith("failure_rate")
+        and isinstance(v, int | float)
+        and not isinstance(v, bool)
+        and not math.isnan(v)
+    ]
+
+
+def headline_numbers(record: dict[str, Any]) -> list[Headline]:
+    """Group aggregates and pooled cells (every metric), then each task's main metric, per k."""
+    members = group_members(record)
+    out: list[Headline] = []
+    sections = [
+        ("group", record["groups"]),
+        ("pooled", record.get("pooled") or {}),
+        ("task", record["results"]),
+    ]
+    for kind, section in sections:
+        for name, per_k in section.items():
+            benchmarks = (
+                benchmarks_of(record, name, members) if kind != "task" else {benchmark_of_task(record, name)}
+            )
+            if len(benchmarks) != 1 or not isinstance(per_k, dict):
+                continue  # a group across benchmarks has no one benchmark dataset to be listed on
+            for shots, block in per_k.items():
+                metrics = _metrics(block) if isinstance(block, dict) else []
+                for metric in metrics[:1] if kind == "task" else metrics:
+                    n = block.get("n")
+                    value = float(block[metric])
+                    out.append(Headline(next(iter(benchmarks)), name, kind, metric, shots, value, n))
+    return out
+
+
+def run_benchmarks(record: dict[str, Any]) -> list[str]:
+    return list(dict.fromkeys(benchmark_of_task(record, t) for t in record["configs"]))
+
+
+def resolve_benchmark_repos(
+    record: dict[str, Any], flag: str | None, model_repo: str
+) -> dict[str, BenchmarkRepo]:
+    """The Hub dataset of every benchmark of the run: from --benchmark_repo, else the one the run read its
+    episodes from (`--task_args dataset=ORG/NAME`); one line naming what is missing otherwise."""
+    benchmarks = run_benchmarks(record)
+    given = parse_benchmark_repos(flag, benchmarks) if flag else {}
+    recorded: dict[str, BenchmarkRepo] = {}
+    for task, config in record["configs"].items():
+        data = config.get("dataset") if isinstance(config, dict) else None
+        if isinstance(data, dict) and data.get("kind") == "hub" and data.get("repo_id"):
+            recorded.setdefault(
+                benchmark_of_task(record, task), BenchmarkRepo(data["repo_id"], data.get("revision"))
+            )
+    repos: dict[str, BenchmarkRepo] = {}
+    for b in benchmarks:
+        if b in given:
+            same = recorded.get(b)
+            repos[b] = (
+                same if same and same.repo_id == given[b].repo_id and not given[b].revision else given[b]
+            )
+        elif b in recorded:
+            repos[b] = recorded[b]
+    missing = [b for b in benchmarks if b not in repos]
+    if missing:
+        names = ",".join(f"{b}=ORG/NAME" for b in missing)
+        raise UsageError(
+            f"--model_repo {model_repo}: each evaluation result names the Hub dataset that holds its benchmark, and "
+            f"this run does not say which repository holds {', '.join(missing)} (its episodes were generated, "
+            f"not read with --task_args dataset=ORG/NAME); pass {FLAG} {names}, the repository you uploaded "
+            "it to with `audioeval push`."
+        )
+    return repos
+
+
+def parse_benchmark_repos(text: str, benchmarks: list[str]) -> dict[str, BenchmarkRepo]:
+    """`ORG/NAME` (a run of one benchmark) or `BENCHMARK=ORG/NAME,...`, each optionally `@REVISION`."""
+    out: dict[str, BenchmarkRepo] = {}
+    for item in (part.strip() for part in text.split(",") if part.strip()):
+        key, _, spec = item.rpartition("=")
+        if not key:
+            if len(benchmarks) != 1:
+                raise UsageError(
+                    f"{FLAG} {item}: this run covers several benchmarks ({', '.join(benchmarks)}); name each: "
+                    f"{FLAG} " + ",".join(f"{b}=ORG/NAME" for b in benchmarks) + "."
+                )
+            key = benchmarks[0]
+        if key not in benchmarks:
+            raise UsageError(f"{FLAG}: " + unknown_name_message("benchmark of this run", key, benchmarks))
+        repo_id, _, revision = spec.partition("@")
+        if not _REPO_ID.fullmatch(repo_id):
+            raise UsageError(f"{FLAG} {item}: expected ORG/NAME of a Hub dataset, got {repo_id!r}.")
+        out[key] = BenchmarkRepo(repo_id, revision or None)
+    return out
+
+
+def iso_date(text: str) -> str:
+    """results.json's `date` (2026-01-15T10:30:00+0000) as ISO-8601 with a colon in the offset."""
+    try:
+        return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S%z").isoformat()
+    except ValueError:
+        return text
+
+
+def _notes(headline: Headline, record: dict[str, Any]) -> str:
+    limit = f", limit {record['limit']} episodes per task" if record.get("limit") is not None else ""
+    version = (record.get("versions") or {}).get("audioeval")
+    n = f"{headline.n} samples; " if headline.n is not None else ""
+    return (
+        f"{headline.metric} of {headline.kind} {headline.name} at {headline.shots} ({n}seed {record['seed']}"
+        f"{limit}); audioeval {version}"
+    )
+
+
+def entries(
+    record: dict[str, Any], headlines: list[Headline], repo: BenchmarkRepo, source_url: str
+) -> list[dict[str, Any]]:
+    """The entries of one benchmark, field names and nesting as the Hub's documentation gives them."""
+    out = []
+    for h in headlines:
+        dataset: dict[str, Any] = {"id": repo.repo_id, "task_id": h.task_id}
+        if repo.revision:
+            dataset["revision"] = repo.revision
+        out.append(
+            {
+                "dataset": dataset,
+                "value": round(h.value, 6),
+                "date": iso_date(str(record["date"])),
+                "source": {"url": source_url, "name": "audioeval run details"},
+                "notes": _notes(h, record),
+            }
+        )
+    return out
+
+
+def eval_results_files(
+    record: dict[str, Any], repos: dict[str, BenchmarkRepo], source_url: str, run_name: str
+) -> dict[str, str]:
+    """`.eval_results/<file>.yaml` -> its text, one file per benchmark of the run."""
+    by_benchmark: dict[str, list[Headline]] = {}
+    for h in headline_numbers(record):
+        by_benchmark.setdefault(h.benchmark, []).append(h)
+    files = {}
+    for benchmark, headlines in by_benchmark.items():
+        path = f".eval_results/audioeval_{safe_name(benchmark)}_{safe_name(run_name)}.yaml"
+        data = entries(record, headlines, repos[benchmark], source_url)
+        files[path] = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=1000)
+    return files

@@ -1,0 +1,154 @@
+"""What a run evaluated, read back from its results.json: the benchmark behind each task and group, the names
+to pass to `--tasks`, and the command line that reproduces the run (local paths as placeholders, secrets
+masked)."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import Any
+
+from audioeval.augment.plan import CONDITION_SEPARATOR
+from audioeval.redact import MASK, is_secret_name, redact_message
+
+DEFAULT_BOOTSTRAP = 10_000  # the CLI's --bootstrap_iters default
+
+
+def base_name(name: str) -> str:
+    """A task or group without its robustness condition (`task@noise_snr=10` -> `task`)."""
+    return name.split(CONDITION_SEPARATOR, 1)[0]
+
+
+def benchmark_of_task(record: dict[str, Any], task: str) -> str:
+    """The benchmark a task belongs to: its builder's name (a builder file's stem)."""
+    builder = str(record["configs"][task].get("config", {}).get("builder") or task)
+    return Path(builder).stem
+
+
+def group_members(record: dict[str, Any]) -> dict[str, set[str]]:
+    """Every group of the run (its `groups` and `pooled` sections) -> the tasks it covers."""
+    blocks = {**record.get("pooled", {}), **record["groups"]}
+    direct = {
+        g: {s for block in per_k.values() if isinstance(block, dict) for s in block.get("subtasks", [])}
+        for g, per_k in blocks.items()
+        if isinstance(per_k, dict)
+    }
+
+    def leaves(name: str, seen: frozenset[str]) -> set[str]:
+        if name not in direct or name in seen:
+            return {name} if name in record["configs"] else set()
+        return {t for s in direct[name] for t in leaves(s, seen | {name})}
+
+    return {g: leaves(g, frozenset()) for g in direct}
+
+
+def benchmarks_of(record: dict[str, Any], name: str, members: dict[str, set[str]]) -> set[str]:
+    tasks = members.get(name, {name} if name in record["configs"] else set())
+    return {benchmark_of_task(record, t) for t in tasks}
+
+
+def selected_names(record: dict[str, Any]) -> list[str]:
+    """What `--tasks` named, as far as results.json tells: the outermost groups, then the tasks no group
+    covers (robustness conditions stripped: `--augment` makes them)."""
+    members = group_members(record)
+    top: list[str] = []
+    for g, tasks in members.items():
+        inside = [o for o, other in members.items() if o != g and tasks <= other]
+        if any(members[o] != tasks or list(members).index(o) < list(members).index(g) for o in inside):
+            continue  # within a larger group, or the same tasks as a group listed earlier
+        top.append(g)
+    covered = {t for g in top for t in members[g]}
+    names = [base_name(g) for g in top] + [base_name(t) for t in record["configs"] if t not in covered]
+    return list(dict.fromkeys(names))
+
+
+def looks_local(value: Any) -> bool:
+    """A value that names something on the machine the run ran on (a Hub id `org/name` is not)."""
+    if not isinstance(value, str) or not value:
+        return False
+    return value.startswith(("/", "~", "./", "../", "\\")) or (len(value) > 2 and value[1:3] in (":\\", ":/"))
+
+
+def _kv(values: dict[str, Any]) -> str:
+    parts = []
+    for key, value in values.items():
+        if is_secret_name(key):
+            value = MASK
+        elif looks_local(value):
+            value = f"<{key}>"
+        parts.append(f"{key}={'none' if value is None else value}")
+    return ",".join(parts)
+
+
+def reproduce_command(record: dict[str, Any], logged_samples: bool) -> str:
+    """The `audioeval` command line that runs this evaluation again, from what results.json records."""
+    model = record["model"]
+    args = ["audioeval", "--tasks", ",".join(selected_names(record)), "--model", model["name"]]
+    if model.get("model_args"):
+        args += ["--model_args", _kv(model["model_args"])]
+    if record.get("num_fewshot"):
+        args += ["--num_fewshot", ",".join(str(k) for k in record["num_fewshot"])]
+    if record.get("task_args"):
+        args += ["--task_args", _kv(record["task_args"])]
+    if record.get("limit") is not None:
+        args += ["--limit", str(record["limit"])]
+    args += ["--seed", str(record["seed"])]
+    if record.get("bootstrap_resamples", DEFAULT_BOOTSTRAP) != DEFAULT_BOOTSTRAP:
+        args += ["--bootstrap_iters", str(record["bootstrap_resamples"])]
+    args += _include_paths(record) + _judge_flags(record) + _augment_flags(record) + _speech_flags(record)
+    if logged_samples:
+        args.append("--log_samples")
+    args += ["--output_path", "<results folder>"]
+    return redact_message(" ".join(shlex.quote(a) for a in args))
+
+
+def _include_paths(record: dict[str, Any]) -> list[str]:
+    """Tasks whose builder is a file next to their YAML come from an --include_path folder."""
+    local = [
+        t for t in record["configs"] if looks_local(record["configs"][t].get("config", {}).get("builder"))
+    ]
+    folders = dict.fromkeys(f"<task folder of {base_name(t)}>" for t in local)
+    return [a for folder in folders for a in ("--include_path", folder)]
+
+
+def _judge_flags(record: dict[str, Any]) -> list[str]:
+    out: list[str] = []
+    for judge_id, judge in (record.get("judges") or {}).items():
+        identity = (judge.get("identity") or {}) if isinstance(judge, dict) else {}
+        backend = str(identity["model"]) if isinstance(identity.get("model"), str) else "<judge backend>"
+        settings = {"model": identity.get("endpoint_model"), "base_url": identity.get("base_url")}
+        judge_args = {k: v for k, v in settings.items() if v} | {"id": judge_id}
+        out += ["--judge", backend, "--judge_args", _kv(judge_args)]
+    return out
+
+
+def _augment_flags(record: dict[str, Any]) -> list[str]:
+    """--augment NAME=LEVEL,... from the conditions the tasks record (one transform may be swept)."""
+    levels: dict[str, list[str]] = {}
+    target = None
+    for task in record["configs"].values():
+        condition = task.get("augment") if isinstance(task, dict) else None
+        if not isinstance(condition, dict):
+            continue
+        target = condition.get("target", target)
+        for step in condition.get("steps", []):
+            level = step.get("level")
+            shown = levels.setdefault(str(step.get("transform")), [])
+            if level is not None and str(level) not in shown:
+                shown.append(str(level))
+    if not levels:
+        return []
+    flags = [
+        a for name, ls in levels.items() for a in ("--augment", f"{name}={','.join(ls)}" if ls else name)
+    ]
+    return flags + (["--augment_target", str(target)] if target else [])
+
+
+def _speech_flags(record: dict[str, Any]) -> list[str]:
+    speech = record.get("speech")
+    if not isinstance(speech, dict):
+        return []
+    out = ["--asr", str(speech["asr"])] if speech.get("asr") else []
+    if speech.get("spoken_text") and speech["spoken_text"] != "asr":
+        out += ["--spoken_text", str(speech["spoken_text"])]
+    return out
