@@ -68,7 +68,8 @@ def card_text(run: PublishedRun) -> str:
         configs=[
             {"config_name": task, "data_files": [{"split": SPLIT, "path": path}]}
             for task, (path, _details) in run.details.items()
-        ],
+        ]
+        or None,  # a run without samples has no details to load
         **extra,
     )
     return redact_message(f"---\n{data.to_yaml()}\n---\n\n{_body(run)}")

@@ -48,17 +48,21 @@ class Headline:
         return f"{self.name}-{self.metric}-{self.shots}"
 
 
-def _metrics(block: dict[str, Any]) -> list[str]:
+def _metric_names(block: dict[str, Any]) -> list[str]:
+    """The metrics of a block in its order, measured or not (null where nothing could be scored)."""
     return [
         m
         for m, v in block.items()
         if m not in _NOT_METRICS
         and not m.endswith(_STATS)
         and not m.endswith("failure_rate")
-        and isinstance(v, int | float)
-        and not isinstance(v, bool)
-        and not math.isnan(v)
+        and (v is None or (isinstance(v, int | float) and not isinstance(v, bool)))
     ]
+
+
+def _measured(block: dict[str, Any], metric: str) -> bool:
+    value = block.get(metric)
+    return isinstance(value, int | float) and not math.isnan(value)
 
 
 def headline_numbers(record: dict[str, Any]) -> list[Headline]:
@@ -68,21 +72,22 @@ def headline_numbers(record: dict[str, Any]) -> list[Headline]:
     sections = [
         ("group", record["groups"]),
         ("pooled", record.get("pooled") or {}),
-        ("task", record["results"]),
+        ("task", {t: v for t, v in record["results"].items() if t in record["configs"]}),
     ]
     for kind, section in sections:
         for name, per_k in section.items():
-            benchmarks = (
-                benchmarks_of(record, name, members) if kind != "task" else {benchmark_of_task(record, name)}
-            )
+            benchmarks = benchmarks_of(record, name, members)
             if len(benchmarks) != 1 or not isinstance(per_k, dict):
                 continue  # a group across benchmarks has no one benchmark dataset to be listed on
+            benchmark = next(iter(benchmarks))
             for shots, block in per_k.items():
-                metrics = _metrics(block) if isinstance(block, dict) else []
+                if not isinstance(block, dict):
+                    continue
+                metrics = _metric_names(block)  # a task's main metric is its first, as in the run's table
                 for metric in metrics[:1] if kind == "task" else metrics:
-                    n = block.get("n")
-                    value = float(block[metric])
-                    out.append(Headline(next(iter(benchmarks)), name, kind, metric, shots, value, n))
+                    if _measured(block, metric):
+                        value = float(block[metric])
+                        out.append(Headline(benchmark, name, kind, metric, shots, value, block.get("n")))
     return out
 
 

@@ -107,7 +107,7 @@ def _include_paths(record: dict[str, Any]) -> list[str]:
     local = [
         t for t in record["configs"] if looks_local(record["configs"][t].get("config", {}).get("builder"))
     ]
-    folders = dict.fromkeys(f"<task folder of {base_name(t)}>" for t in local)
+    folders = dict.fromkeys(f"<task folder of {benchmark_of_task(record, t)}>" for t in local)
     return [a for folder in folders for a in ("--include_path", folder)]
 
 
