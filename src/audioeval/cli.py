@@ -66,7 +66,8 @@ def run_parser() -> argparse.ArgumentParser:
         prog="audioeval",
         description="Evaluate audio-language models on the benchmarks under tasks/ (`--tasks list` shows them). "
         "Subcommands: `audioeval build ...` and `audioeval push ...` export datasets (see `audioeval build -h`); "
-        "`audioeval view RUN_DIR` looks at and listens to a run (see `audioeval view -h`); `audioeval corpora` lists "
+        "`audioeval view RUN_DIR` looks at and listens to a run (see `audioeval view -h`); `audioeval push-results "
+        "RUN_DIR` publishes it on the Hub; `audioeval corpora` lists "
         "the real corpora the builders read and downloads them.",
     )
     p.add_argument(

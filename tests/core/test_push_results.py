@@ -398,3 +398,23 @@ def test_an_unreachable_hub_or_a_refused_commit_is_one_line(toy_run, monkeypatch
     code, _, err = push(toy_run, "--model_repo", MODEL_REPO, "--benchmark_repo", BENCH_REPO)
     assert code == 2 and "opening the pull request on org/toy-model" in err and "403" in err
     assert f"the results are at https://huggingface.co/datasets/{REPO}" in err and len(fake.commits()) == 1
+
+
+def test_a_benchmark_run_publishes_its_reports(tmp_path):
+    out = tmp_path / "runs"
+    args = ["--tasks", "audioicl_audio_count", "--model", "chance", "--limit", "3", "--num_fewshot", "0,1"]
+    code, _, err = run_cli([*args, "--log_samples", "--output_path", str(out), "--no_progress"])
+    assert code == 0, err
+    run = latest_run(out)
+    code, _, err = dry_run(run, tmp_path / "dry")
+    assert code == 0, err
+    reports = sorted(p.name for p in (tmp_path / "dry/dataset/reports").iterdir())
+    assert reports == ["audioicl_report.md", "audioicl_shot_scaling.png"]
+    assert (tmp_path / "dry/dataset/reports/audioicl_report.md").read_bytes() == (
+        run / "audioicl_report.md"
+    ).read_bytes()
+    card = (tmp_path / "dry/dataset/README.md").read_text()
+    assert "`reports/`" in card
+    assert "--tasks audioicl_audio_count --model chance --num_fewshot 0,1 --limit 3" in card
+    code, _, err = dry_run(run, tmp_path / "again", "--model_repo", MODEL_REPO)
+    assert code == 2 and "--benchmark_repo audioicl_bench=ORG/NAME" in err
