@@ -158,6 +158,8 @@ def test_the_benchmark_dataset_comes_from_the_run_or_is_asked_for(run_copy, tmp_
     code, _, err = dry_run(run_copy, tmp_path / "d", "--model_repo", MODEL_REPO)
     assert code == 0, err
     entries = yaml.safe_load(next((tmp_path / "d/model/.eval_results").iterdir()).read_text())
+    card = front_matter((tmp_path / "d/dataset/README.md").read_text())
+    assert card["audioeval"]["tasks"]["toy_tones"]["dataset"] == "org/stored-toy@ab12"
     assert {json.dumps(e["dataset"]["id"]) + e["dataset"]["revision"] for e in entries} == {
         '"org/stored-toy"ab12'
     }
@@ -230,6 +232,11 @@ def test_flag_errors_are_one_line(toy_run, tmp_path):
     (tmp_path / "full" / "x").write_text("x")
     code, _, err = dry_run(toy_run, tmp_path / "full")
     assert code == 2 and "not empty" in err and "--overwrite" in err
+    code, _, err = dry_run(toy_run, tmp_path / "full", "--overwrite")
+    assert code == 0, err
+    assert not (tmp_path / "full" / "x").exists() and (tmp_path / "full/dataset/README.md").is_file()
+    code, _, err = run_cli(["push-results", str(toy_run), "--repo_id", REPO, "--overwrite"])
+    assert code == 2 and "--overwrite replaces a --dry_run folder" in err
 
 
 def test_a_secret_in_a_run_file_stops_the_push_and_is_not_repeated(run_copy, tmp_path, monkeypatch):
@@ -418,3 +425,30 @@ def test_a_benchmark_run_publishes_its_reports(tmp_path):
     assert "--tasks audioicl_audio_count --model chance --num_fewshot 0,1 --limit 3" in card
     code, _, err = dry_run(run, tmp_path / "again", "--model_repo", MODEL_REPO)
     assert code == 2 and "--benchmark_repo audioicl_bench=ORG/NAME" in err
+
+
+def test_the_command_keeps_hub_ids_and_hides_local_paths_and_secrets(toy_run):
+    from audioeval.results.publish.card import model_label
+    from audioeval.results.publish.reproduce import reproduce_command
+
+    record = json.loads((toy_run / "results.json").read_text())
+    record["model"] = {
+        "name": "openai",
+        "model_args": {
+            "model": "gpt-4o-audio-preview",
+            "base_url": "https://user:pa55word@example.com/v1",
+            "client_secret": "s3cr3t-value",
+        },
+    }
+    record["task_args"] = {"data_dir": "/home/me/corpus", "dataset": "org/toy-bench"}
+    command = reproduce_command(record, logged_samples=False)
+    assert "model=gpt-4o-audio-preview" in command and "base_url=https://user:***@example.com/v1" in command
+    assert "client_secret=***" in command and "s3cr3t" not in command and "pa55word" not in command
+    assert (
+        "data_dir=<data_dir>" in command and "dataset=org/toy-bench" in command and "/home/me" not in command
+    )
+    assert "--log_samples" not in command
+    record["model"] = {"name": "hf", "model_args": {"pretrained": "/models/Qwen2.5-Omni-7B"}}
+    assert model_label(record) == "hf (Qwen2.5-Omni-7B)"
+    record["model"] = {"name": "hf", "model_args": {"pretrained": "Qwen/Qwen2-Audio-7B-Instruct"}}
+    assert model_label(record) == "hf (Qwen/Qwen2-Audio-7B-Instruct)"

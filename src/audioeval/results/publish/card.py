@@ -5,12 +5,13 @@ results table, the command that reproduces the run, its settings and how to load
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from audioeval.redact import redact_message
 from audioeval.results.compact_table import compact_table
 from audioeval.results.publish.details import Details
-from audioeval.results.publish.reproduce import selected_names
+from audioeval.results.publish.reproduce import looks_local, selected_names
 
 CARD_KEY = "audioeval"
 SPLIT = "test"  # the details of one run; the benchmarks' episodes come from their test splits
@@ -32,7 +33,19 @@ def model_label(record: dict[str, Any]) -> str:
     model = record["model"]
     args = model.get("model_args") or {}
     named = next((str(args[k]) for k in ("pretrained", "model") if args.get(k)), None)
+    if named and looks_local(named):
+        named = Path(named).name  # a checkpoint folder: its name, not where it sits on the machine
     return f"{model['name']} ({named})" if named else str(model["name"])
+
+
+def data_source(dataset: Any) -> str | None:
+    """Where a task's episodes were read from (`--task_args dataset=`): a Hub dataset at its commit, or a
+    local folder by the digest of its files (never its path)."""
+    if not isinstance(dataset, dict):
+        return None
+    if dataset.get("kind") == "hub":
+        return f"{dataset.get('repo_id')}@{dataset.get('revision')}"
+    return f"a local folder (sha256 {dataset.get('sha256')})"
 
 
 def settings(run: PublishedRun) -> dict[str, Any]:
@@ -42,7 +55,7 @@ def settings(run: PublishedRun) -> dict[str, Any]:
         "model": {"name": r["model"]["name"], "model_args": r["model"].get("model_args") or {}},
         "tasks": {
             task: {"shots": c.get("shots"), "n_episodes": c.get("n_episodes"), "version": c.get("version")}
-            | ({"dataset": c["dataset"]["source"]} if isinstance(c.get("dataset"), dict) else {})
+            | ({"dataset": data_source(c["dataset"])} if isinstance(c.get("dataset"), dict) else {})
             for task, c in r["configs"].items()
         },
         "groups": list(r["groups"]),

@@ -65,6 +65,8 @@ def cmd_push_results(argv: list[str]) -> int:
     args = push_results_parser().parse_args(argv)
     _check_repo_id("--repo_id", args.repo_id)
     _check_repo_id("--model_repo", args.model_repo)
+    if args.overwrite and not args.dry_run:
+        raise UsageError("--overwrite replaces a --dry_run folder: add --dry_run DIR, or leave it out.")
     if args.benchmark_repo and not args.model_repo:
         raise UsageError(
             f"{FLAG} names the benchmark dataset of the model's evaluation results: add --model_repo ORG/MODEL."
