@@ -172,7 +172,8 @@ def test_a_run_without_samples_publishes_its_results_and_says_details_need_log_s
     code, _, err = dry_run(run, tmp_path / "dry")
     assert code == 0, err
     assert "--log_samples" in err
-    assert not list((tmp_path / "dry/dataset/details").iterdir())
+    tree = sorted(p.relative_to(tmp_path / "dry").as_posix() for p in (tmp_path / "dry").rglob("*"))
+    assert tree == ["dataset", "dataset/README.md", "dataset/results.json", "dataset/summary.md"]
     card = (tmp_path / "dry/dataset/README.md").read_text()
     assert "configs" not in front_matter(card) and "run the evaluation with --log_samples" in card
     assert "--log_samples" not in front_matter(card)["audioeval"]["command"]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -12,13 +11,12 @@ from pathlib import Path
 from audioeval.data.destination import fresh_destination, make_staging
 from audioeval.errors import UsageError
 from audioeval.kvargs import FlagParser
-from audioeval.results.publish.eval_results import FLAG, BenchmarkRepo, resolve_benchmark_repos
+from audioeval.results.publish.eval_results import FLAG, BenchmarkRepo, is_repo_id, resolve_benchmark_repos
 from audioeval.results.publish.hub import Target, upload
-from audioeval.results.publish.run_folder import read_run
+from audioeval.results.publish.run_folder import RunFolder, read_run
 from audioeval.results.publish.tree import DATASET, MODEL, Staged, stage
 
 log = logging.getLogger("audioeval")
-_REPO_ID = re.compile(r"[A-Za-z0-9][\w.\-]*/[\w.\-]+")
 
 
 def push_results_parser() -> argparse.ArgumentParser:
@@ -57,7 +55,7 @@ def push_results_parser() -> argparse.ArgumentParser:
 
 
 def _check_repo_id(flag: str, value: str | None) -> None:
-    if value is not None and not _REPO_ID.fullmatch(value):
+    if value is not None and not is_repo_id(value):
         raise UsageError(f"{flag} {value!r}: expected org/name.")
 
 
@@ -79,16 +77,7 @@ def cmd_push_results(argv: list[str]) -> int:
     if not run.samples:
         log.warning("the run logged no samples: results only; the per-sample details need --log_samples.")
     if destination is not None:
-        staging = make_staging("--dry_run", destination, "push-results")
-        try:
-            staged = stage(run, staging, args.repo_id, args.model_repo, benchmarks)
-            if destination.exists():
-                shutil.rmtree(destination)
-            staging.rename(destination)
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
-        staged.root = destination
+        staged = _dry_run(run, destination, args, benchmarks)
         print(_dry_run_summary(staged, args))
         return 0
     target = Target(
@@ -105,6 +94,23 @@ def cmd_push_results(argv: list[str]) -> int:
     if done.pr_url:
         print(f"evaluation results for {args.model_repo}: pull request {done.pr_url}")
     return 0
+
+
+def _dry_run(
+    run: RunFolder, destination: Path, args: argparse.Namespace, benchmarks: dict[str, BenchmarkRepo]
+) -> Staged:
+    """The files staged beside `destination` and renamed into place: a failure leaves nothing there."""
+    staging = make_staging("--dry_run", destination, "push-results")
+    try:
+        staged = stage(run, staging, args.repo_id, args.model_repo, benchmarks)
+        if destination.exists():
+            shutil.rmtree(destination)
+        staging.rename(destination)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    staged.root = destination
+    return staged
 
 
 def _dry_run_summary(staged: Staged, args: argparse.Namespace) -> str:

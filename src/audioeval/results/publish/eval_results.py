@@ -24,6 +24,13 @@ from audioeval.results.publish.reproduce import benchmark_of_task, benchmarks_of
 _NOT_METRICS = ("n", "errors", "subtasks")
 _STATS = ("_stderr", "_ci95", "_missing", "_unscored")
 _REPO_ID = re.compile(r"[A-Za-z0-9][\w.\-]*/[\w.\-]+")
+
+
+def is_repo_id(text: str) -> bool:
+    """`org/name`, as the Hub spells repository ids."""
+    return bool(_REPO_ID.fullmatch(text))
+
+
 FLAG = "--benchmark_repo"
 
 
@@ -145,7 +152,7 @@ def parse_benchmark_repos(text: str, benchmarks: list[str]) -> dict[str, Benchma
         if key not in benchmarks:
             raise UsageError(f"{FLAG}: " + unknown_name_message("benchmark of this run", key, benchmarks))
         repo_id, _, revision = spec.partition("@")
-        if not _REPO_ID.fullmatch(repo_id):
+        if not is_repo_id(repo_id):
             raise UsageError(f"{FLAG} {item}: expected ORG/NAME of a Hub dataset, got {repo_id!r}.")
         out[key] = BenchmarkRepo(repo_id, revision or None)
     return out

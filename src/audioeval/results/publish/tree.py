@@ -25,8 +25,6 @@ NO_SAMPLES = (
     "This run logged no samples, so there are no per-sample details: run the evaluation with --log_samples "
     "to publish them."
 )
-
-
 NOT_SECRETS = ("PWD", "OLDPWD")  # secret-like names (`pwd`) of the shell's working directories
 
 
@@ -44,29 +42,8 @@ def stage(
 ) -> Staged:
     """Write everything that would be uploaded under `root` (which must exist and be empty)."""
     dataset = root / DATASET
-    (dataset / "details").mkdir(parents=True)
-    shutil.copyfile(run.path / "results.json", dataset / "results.json")
-    files = ["results.json"]
-    if run.summary is not None:
-        shutil.copyfile(run.summary, dataset / "summary.md")
-        files.append("summary.md")
-    if run.reports:
-        (dataset / "reports").mkdir()
-    for report in run.reports:
-        shutil.copyfile(report, dataset / "reports" / report.name)
-        files.append(f"reports/{report.name}")
-    details, paths, empty = {}, {}, []
-    for task, samples in run.samples.items():
-        path = f"details/{safe_name(task)}.parquet"
-        written = write_details(samples, dataset / path)
-        if not written.rows:
-            (dataset / path).unlink()
-            empty.append(task)
-            continue
-        details[task], paths[task] = written, path
-    no_details = NO_SAMPLES if not run.samples else None
-    if empty:
-        no_details = f"No details for {', '.join(empty)}: their sample files hold no samples."
+    files = _copy_run_files(run, dataset)
+    details, paths, no_details = _write_details(run, dataset)
     published = PublishedRun(
         record=run.record,
         repo_id=repo_id,
@@ -76,21 +53,63 @@ def stage(
         no_details=no_details,
     )
     (dataset / "README.md").write_text(card_text(published), encoding="utf-8")
-    model_files = []
-    if model_repo is not None:
-        source = f"https://huggingface.co/datasets/{repo_id}"
-        for path, text in eval_results_files(run.record, benchmarks, source, run.path.name).items():
-            (root / MODEL / path).parent.mkdir(parents=True, exist_ok=True)
-            (root / MODEL / path).write_text(text, encoding="utf-8")
-            model_files.append(path)
-        if not model_files:
-            raise UsageError(
-                f"--model_repo {model_repo}: the run has no headline number to publish (every group and task "
-                "value is missing); nothing was written or uploaded."
-            )
+    model_files = (
+        _write_eval_results(run, root / MODEL, repo_id, model_repo, benchmarks) if model_repo else []
+    )
     staged = Staged(root, ["README.md", *files, *paths.values()], model_files, details, no_details)
     check_no_secrets(staged, run)
     return staged
+
+
+def _copy_run_files(run: RunFolder, dataset: Path) -> list[str]:
+    """results.json, summary.md and the reports, as the run wrote them; their paths in the repository."""
+    dataset.mkdir(parents=True)
+    shutil.copyfile(run.path / "results.json", dataset / "results.json")
+    files = ["results.json"]
+    if run.summary is not None:
+        shutil.copyfile(run.summary, dataset / "summary.md")
+        files.append("summary.md")
+    for report in run.reports:
+        (dataset / "reports").mkdir(exist_ok=True)
+        shutil.copyfile(report, dataset / "reports" / report.name)
+        files.append(f"reports/{report.name}")
+    return files
+
+
+def _write_details(run: RunFolder, dataset: Path) -> tuple[dict[str, Details], dict[str, str], str | None]:
+    """One parquet file per task with samples: what each holds, its path, and why some task has none."""
+    details, paths, empty = {}, {}, []
+    for task, samples in run.samples.items():
+        path = f"details/{safe_name(task)}.parquet"
+        (dataset / "details").mkdir(exist_ok=True)
+        written = write_details(samples, dataset / path)
+        if not written.rows:
+            (dataset / path).unlink()
+            empty.append(task)
+            continue
+        details[task], paths[task] = written, path
+    if not run.samples:
+        return details, paths, NO_SAMPLES
+    if empty:
+        return details, paths, f"No details for {', '.join(empty)}: their sample files hold no samples."
+    return details, paths, None
+
+
+def _write_eval_results(
+    run: RunFolder, model: Path, repo_id: str, model_repo: str, benchmarks: dict[str, BenchmarkRepo]
+) -> list[str]:
+    """The `.eval_results/` files of the pull request on the model repository; their paths there."""
+    source = f"https://huggingface.co/datasets/{repo_id}"
+    files = eval_results_files(run.record, benchmarks, source, run.path.name)
+    if not files:
+        raise UsageError(
+            f"--model_repo {model_repo}: the run has no headline number to publish (every group and task "
+            "value is missing); nothing was written or uploaded."
+        )
+    for path, text in files.items():
+        (model / path).parent.mkdir(parents=True, exist_ok=True)
+        (model / path).write_text(text, encoding="utf-8")
+    return list(files)
 
 
 def _secrets() -> dict[str, str]:
