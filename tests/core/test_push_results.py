@@ -227,6 +227,8 @@ def test_flag_errors_are_one_line(toy_run, tmp_path):
     assert code == 2 and "--repo_id 'no-slash': expected org/name" in err
     code, _, err = run_cli(["push-results", str(toy_run), "--repo_id", REPO, "--model_repo", "x"])
     assert code == 2 and "--model_repo 'x'" in err
+    code, _, err = run_cli(["push-results"])
+    assert code == 2 and "required: run_dir, --repo_id" in err and len(err.strip().splitlines()) == 1
     code, _, err = run_cli(["push-results", str(toy_run), "--repo_id", REPO, "--colour", "red"])
     assert code == 2 and "--colour" in err and len(err.strip().splitlines()) == 1
     (tmp_path / "full").mkdir()
