@@ -17,15 +17,13 @@ from typing import TYPE_CHECKING
 
 from audioeval.augment.arguments import add_augment_arguments
 from audioeval.errors import AudioEvalError, TasksUnscored, UsageError
-from audioeval.kvargs import FlagParser, parse_kv
+from audioeval.kvargs import FlagParser
 from audioeval.redact import RedactingFilter, redact_message
 
 if TYPE_CHECKING:  # the run's modules load only when a run starts: `--help` stays fast
-    from audioeval.run.conductor import RunOutcome
-    from audioeval.run.settings import RunConfig
+    from audioeval.api.result import EvaluationResult
 
 log = logging.getLogger("audioeval")
-DEFAULT_MODEL = "chance"
 
 
 def _say_error(err: BaseException) -> None:
@@ -49,18 +47,6 @@ def _prefix() -> str:
 EXIT_ERROR, EXIT_UNSCORED, EXIT_INTERRUPTED = 2, 3, 130
 
 
-def _shots(text: str) -> list[int]:
-    try:
-        values = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(
-            f"expected a comma list of integers such as 0,1,3,5, got {text!r}"
-        ) from err
-    if not values or any(v < 0 for v in values):
-        raise argparse.ArgumentTypeError(f"expected non-negative integers such as 0,1,3,5, got {text!r}")
-    return values
-
-
 def run_parser() -> argparse.ArgumentParser:
     p = FlagParser(
         prog="audioeval",
@@ -80,9 +66,7 @@ def run_parser() -> argparse.ArgumentParser:
         "(default: the offline `chance` baseline, with a notice)",
     )
     p.add_argument("--model_args", "-a", default="", help="backend arguments: key=value,key2=value2")
-    p.add_argument(
-        "--num_fewshot", "-f", type=_shots, help="comma list of shot counts k (default: each task's own)"
-    )
+    p.add_argument("--num_fewshot", "-f", help="comma list of shot counts k (default: each task's own)")
     p.add_argument("--task_args", default="", help="task parameters: key=value,... (validated per task)")
     p.add_argument("--limit", "-L", help="episodes per task: a count N, or a fraction such as 0.1")
     p.add_argument(
@@ -149,74 +133,31 @@ def setup_logging(verbosity: str) -> None:
         logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
 
 
+#: flags of the command line alone: how the run's result is printed
+CLI_ONLY_FLAGS = ("full_table",)
+
+
 def cmd_run(argv: list[str]) -> int:
+    """`audioeval --tasks ...`: the flags, as they are, to `audioeval.evaluate` (api/evaluate.py); then the
+    table, where the results went and what went wrong, on rank 0."""
     args = run_parser().parse_args(argv)
     setup_logging(args.verbosity)
-    check_run_args(args)
     listing = _listing(args)
     if listing is not None:
         print(listing)
         return 0
-    check_names(args)
-    from audioeval.run.conductor import conduct
+    from audioeval.api.evaluate import evaluate
 
-    outcome = conduct(run_config(args))
-    if outcome is None:  # ranks other than 0
+    options = {k: v for k, v in vars(args).items() if k not in CLI_ONLY_FLAGS}
+    options["verbosity"] = None  # set up above, with the rank prefix
+    result = evaluate(**options)
+    from audioeval.run.distributed import close_process_group
+
+    close_process_group()  # every rank has the result: nothing more goes between the processes
+    if _rank() != 0:
         return 0
-    _say_outcome(outcome, full_table=args.full_table)
+    _say_outcome(result, full_table=args.full_table)
     return 0
-
-
-def check_run_args(args: argparse.Namespace) -> None:
-    """Flags whose values are wrong whatever the tasks: checked before anything is loaded."""
-    if args.batch_size < 1:
-        raise UsageError(f"--batch_size must be at least 1, got {args.batch_size}.")
-    if args.asr is not None:
-        from audioeval.models.speech.asr import check_asr_name
-
-        check_asr_name(args.asr)
-    if args.bootstrap_iters < 0:
-        raise UsageError(
-            f"--bootstrap_iters must be 0 (no confidence intervals) or more resamples, got {args.bootstrap_iters}."
-        )
-    check_seed(args.seed)
-    check_judge_counts(args.judge, args.judge_args)
-
-
-SEED_MAX = 2**32 - 1  # what every seeded library takes (numpy's legacy RandomState, torch, random)
-
-
-def check_seed(seed: int) -> None:
-    if not 0 <= seed <= SEED_MAX:
-        raise UsageError(f"--seed must be an integer from 0 to {SEED_MAX} (2**32-1), got {seed}.")
-
-
-def check_judge_counts(judge_flags: list[str], judge_args: list[str]) -> None:
-    """--judge_args pairs with --judge: one per judge, or one shared by all of them."""
-    judges = [j for spec in judge_flags for j in spec.split(",") if j.strip()]
-    if judge_args and not judges:
-        raise UsageError(
-            "--judge_args given without --judge: name the judge backend(s) with --judge, e.g. "
-            "--judge openai --judge_args model=gpt-4o-mini."
-        )
-    if len(judge_args) not in (0, 1, len(judges)):
-        raise UsageError(
-            f"--judge_args given {len(judge_args)} times for {len(judges)} judge(s): give one per --judge, "
-            "in the same order, or one shared by all."
-        )
-
-
-def check_names(args: argparse.Namespace) -> None:
-    """The model's and the tasks' names, before the run's heavy modules load (a misspelt name is reported in
-    well under a second) and before the run says what it will do (the `chance` notice)."""
-    from audioeval.config.registry import TaskRegistry
-    from audioeval.models.registry import backends, get_model_class, use_backend_folders
-
-    if args.model:
-        use_backend_folders(args.include_path)
-        if args.model not in backends() and ":" not in args.model:
-            get_model_class(args.model)  # raises, with the close matches
-    TaskRegistry.discover(args.include_path).select(args.tasks)
 
 
 def _listing(args: argparse.Namespace) -> str | None:
@@ -239,63 +180,16 @@ def _listing(args: argparse.Namespace) -> str | None:
     return None
 
 
-def run_config(args: argparse.Namespace) -> RunConfig:
-    """The run the flags ask for (the offline `chance` baseline without --model, with a notice)."""
-    from audioeval.run.settings import RunConfig
-
-    notices = []
-    if not args.model:
-        # lm-eval defaults its model too: the documented one-liner runs as typed, on an offline baseline
-        args.model = DEFAULT_MODEL
-        notices.append(
-            f"no --model given: running the offline `{DEFAULT_MODEL}` baseline (a uniform draw from each task's "
-            "labels). Pick a real model with e.g. --model hf --model_args pretrained=Qwen/Qwen2-Audio-7B-Instruct "
-            "(or openai, vllm; see README.md, Models)."
-        )
-    judges = [j.strip() for spec in args.judge for j in spec.split(",") if j.strip()]
-    judge_args = [parse_kv(a, "--judge_args") for a in args.judge_args]
-    if judge_args and len(judge_args) not in (1, len(judges)):
-        raise UsageError(f"--judge_args: give one per --judge ({len(judges)}), or one shared by all.")
-    if len(judge_args) == 1 and len(judges) > 1:
-        judge_args = judge_args * len(judges)
-    return RunConfig(
-        tasks=args.tasks,
-        model=args.model,
-        model_args=parse_kv(args.model_args, "--model_args"),
-        num_fewshot=args.num_fewshot,
-        task_args=parse_kv(args.task_args, "--task_args"),
-        limit=args.limit,
-        batch_size=args.batch_size,
-        seed=args.seed,
-        output_path=args.output_path,
-        log_samples=args.log_samples,
-        include_path=args.include_path,
-        gen_kwargs=parse_kv(args.gen_kwargs, "--gen_kwargs"),
-        cache_dir=args.cache_dir,
-        no_cache=args.no_cache,
-        bootstrap_resamples=args.bootstrap_iters,
-        judge=judges,
-        judge_args=judge_args or [{} for _ in judges],
-        show_progress=not args.no_progress,
-        augment=args.augment,
-        augment_target=args.augment_target,
-        asr=args.asr,
-        asr_args=parse_kv(args.asr_args, "--asr_args"),
-        spoken_text=args.spoken_text,
-        notices=notices,
-    )
-
-
-def _say_outcome(outcome: RunOutcome, full_table: bool = False) -> None:
+def _say_outcome(result: EvaluationResult, full_table: bool = False) -> None:
     """The table, where the results went, then what went wrong; exit code 3 (TasksUnscored) when a task got no
     answer at all or a judge endpoint went down."""
-    record = outcome.record
-    print(outcome.table if full_table or not outcome.compact else outcome.compact)
-    if outcome.run_dir is not None:
-        print(_where_results_went(outcome.run_dir, record.reports or [], full_table))
+    record = result.record
+    print(result.table if full_table else result.compact_table)
+    if result.run_dir is not None:
+        print(_where_results_went(result.run_dir, record.reports or [], full_table))
     sys.stdout.flush()
-    if outcome.resume_note:
-        log.info(outcome.resume_note)
+    if result.resume_note:
+        log.info(result.resume_note)
     for warning in record.warnings:
         log.warning(warning)
     if record.unscored_tasks:

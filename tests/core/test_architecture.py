@@ -14,7 +14,18 @@ PACKAGE = SRC / "audioeval"
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     (
         "foundation",
-        ("errors", "types", "resources", "seeds", "kvargs", "redact", "hooks", "version", "audio"),
+        (
+            "errors",
+            "types",
+            "resources",
+            "seeds",
+            "kvargs",
+            "redact",
+            "hooks",
+            "version",
+            "deprecation",
+            "audio",
+        ),
     ),
     ("config", ("config",)),
     ("augment", ("augment",)),
@@ -22,7 +33,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("models", ("models",)),
     ("results", ("results",)),
     ("run", ("run",)),
-    ("apps", ("cli", "__main__", "__init__", "viewer", "testing")),
+    ("apps", ("cli", "__main__", "__init__", "api", "viewer", "testing")),
 ]
 WINGS = "benchmarks"  # beside the core: may import every layer but apps; the core never imports a wing
 MAX_FLAT_MODULES = 12

@@ -64,7 +64,7 @@ def test_checked_before_the_run_modules_load(flags):
     ("argv", "expected"),
     [
         ([*RUN, "--spoken_text", "bogus"], "argument --spoken_text: invalid choice: 'bogus'"),
-        ([*RUN, "--num_fewshot", "-1"], "argument --num_fewshot/-f: expected non-negative integers"),
+        ([*RUN, "--num_fewshot", "-1"], "--num_fewshot: expected non-negative integers"),
         ([*RUN, "--bogus"], "unrecognized arguments: --bogus (`audioeval --help` lists the flags)."),
         ([*RUN, "--limit"], "argument --limit/-L: expected one argument"),
         (

@@ -17,6 +17,5 @@ def add_augment_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--augment_target",
-        default="query",
         help="which clips --augment degrades: query (default), demos or all",
     )

@@ -176,10 +176,16 @@ def check_dependencies(names: list[str]) -> None:
             )
 
 
-def parse_augment(flags: list[str], target: str = "query") -> AugmentPlan | None:
-    """The plan for a run or a build; None when no --augment was given."""
+def parse_augment(flags: list[str], target: str | None = None) -> AugmentPlan | None:
+    """The plan for a run or a build; None when no --augment was given. The target defaults to the query."""
     if not flags:
+        if target is not None:
+            raise UsageError(
+                "--augment_target given without --augment: say which transform degrades the clips, e.g. "
+                "--augment noise_snr=10 --augment_target demos (`--augment list` shows them)."
+            )
         return None
+    target = "query" if target is None else target
     if target not in TARGETS:
         raise UsageError(
             f"--augment_target {target!r}: choose one of "

@@ -88,7 +88,9 @@ def build_command(
     if others:
         parts.append("--builder_args '" + ",".join(others) + "'")
     if augment is not None:
-        parts += [f"--augment {flag}" for flag in augment[0]] + [f"--augment_target {augment[1]}"]
+        parts += [f"--augment {flag}" for flag in augment[0]] + (
+            [f"--augment_target {augment[1]}"] if augment[1] else []
+        )
     return " ".join(parts)
 
 

@@ -169,6 +169,37 @@ class Model(ABC):
         check_declared(gen_kwargs, cls.gen_kwargs_spec, f"{source}: model {cls.name!r}", UsageError)
 
 
+CONTRACT = (
+    "Model.generate(requests) returns a list with one audioeval.Response per request, in order "
+    "(StreamingModel.generate_one(request) returns one audioeval.Response)"
+)
+
+
+def check_generated(model: Model, produced: Any, n: int) -> list[Response]:
+    """What a backend's generate() returned, checked against the model contract: a list of n Responses."""
+    name = model.name or type(model).__name__
+    if not isinstance(produced, list | tuple):
+        raise ModelError(
+            f"model {name!r} broke the model contract: {CONTRACT}; it returned {_what(produced)}."
+        )
+    if len(produced) != n:
+        raise ModelError(
+            f"model {name!r} broke the model contract: {CONTRACT}; it returned {len(produced)} responses for "
+            f"{n} requests."
+        )
+    wrong = next((r for r in produced if not isinstance(r, Response)), None)
+    if wrong is not None:
+        raise ModelError(
+            f"model {name!r} broke the model contract: {CONTRACT}; it returned {_what(wrong)} among the responses."
+        )
+    return list(produced)
+
+
+def _what(value: Any) -> str:
+    text = repr(value)
+    return f"a {type(value).__name__} ({text[:60] + '...' if len(text) > 60 else text})"
+
+
 def secret_arg_message(model: str, key: str, accepted: dict[str, Any]) -> str:
     """A key or token given as a --model_args value: refused, without repeating it. On the command line it
     would stay in the shell's history and the process list; keys are read from the environment only."""

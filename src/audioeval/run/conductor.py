@@ -11,13 +11,14 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from audioeval.data.destination import probe_writable
-from audioeval.errors import UsageError
+from audioeval.errors import OtherRankFailed, UsageError
 from audioeval.models.base import Model
 from audioeval.models.endpoint_stats import EndpointStats
 from audioeval.models.registry import create_model
@@ -137,9 +138,16 @@ def run_evaluation(cfg: RunConfig, topology: Topology | None = None) -> dict[str
     return outcome.as_dict() if outcome is not None else None
 
 
-def conduct(cfg: RunConfig, topology: Topology | None = None) -> RunOutcome | None:
-    """The run, stage by stage; the outcome on rank 0, None on the other ranks."""
+def conduct(
+    cfg: RunConfig, topology: Topology | None = None, finish: Callable[[RunOutcome], Any] | None = None
+) -> Any:
+    """The run, stage by stage. Returns `finish(outcome)` (the outcome itself without `finish`), made on rank 0.
+
+    Without a topology the run starts (or joins) the process group itself and tears down one it started:
+    ranks other than 0 return None. Given one (a Python caller's), the group stays as it is and every rank
+    returns rank 0's value."""
     wall_start = time.perf_counter()
+    shared = topology is not None
     check_cache_folders(cfg)
     plan = plan_run(cfg)
     for notice in cfg.notices:  # after the checks: an error is never preceded by a notice about the run
@@ -157,20 +165,36 @@ def conduct(cfg: RunConfig, topology: Topology | None = None) -> RunOutcome | No
         raise
     try:
         evaluated = _evaluate(cfg, plan, judge, topology, run_dir, (cache, episodes))
-        if not topology.is_main:
-            return None
-        rows, references, timing = gather_rows(cfg, plan, evaluated, topology, run_dir, wall_start)
-        sections = aggregate_sections(cfg, plan, rows, references)
-        record, robustness_table = build_record(cfg, plan, sections, rows, evaluated, timing, run_dir)
-        return _write(plan, record, robustness_table, rows, run_dir)
     except BaseException as err:
-        if run_dir is not None and topology.is_main:
-            mark_failed(
-                run_dir, "interrupted" if isinstance(err, KeyboardInterrupt) else str(err) or repr(err)
-            )
-        raise
-    finally:
+        _mark_failed(run_dir, topology, err)
         topology.close()
+        raise
+    finish = finish or (lambda outcome: outcome)
+    value, failure = None, None
+    if topology.is_main:
+        try:
+            rows, references, timing = gather_rows(cfg, plan, evaluated, topology, run_dir, wall_start)
+            sections = aggregate_sections(cfg, plan, rows, references)
+            record, robustness_table = build_record(cfg, plan, sections, rows, evaluated, timing, run_dir)
+            value = finish(_write(plan, record, robustness_table, rows, run_dir))
+        except BaseException as err:
+            _mark_failed(run_dir, topology, err)
+            if not (shared and topology.world_size > 1 and isinstance(err, Exception)):
+                raise
+            failure = err
+    if not shared or topology.world_size == 1:
+        return value
+    value, message = topology.broadcast((value, None if failure is None else str(failure) or repr(failure)))
+    if failure is not None:
+        raise failure
+    if message is not None:
+        raise OtherRankFailed(f"rank 0 failed while writing the results: {message}")
+    return value
+
+
+def _mark_failed(run_dir: Path | None, topology: Topology, err: BaseException) -> None:
+    if run_dir is not None and topology.is_main:
+        mark_failed(run_dir, "interrupted" if isinstance(err, KeyboardInterrupt) else str(err) or repr(err))
 
 
 def _judge_panel(cfg: RunConfig, plan: RunPlan) -> JudgePanel | None:
@@ -252,7 +276,8 @@ def _evaluate(
         topology.close()  # the last collective: rank 0 goes on alone to aggregate and write
     finally:
         for loaded in models:
-            loaded.close()
+            if loaded is not cfg.model_instance:  # the caller's own model stays theirs, open
+                loaded.close()
         if speech is not None:
             speech.close_model()
         _close_stores(cache, episodes)
@@ -276,6 +301,10 @@ def _speech_stage(cfg: RunConfig, model: Model, cache: ResponseStore) -> SpeechS
 
 
 def _load_model(cfg: RunConfig, tasks: list[PreparedTask]) -> Model:
+    """The run's model: made from its name and arguments, or the caller's own object (`model=` in Python)."""
+    if cfg.model_instance is not None:
+        cfg.model_instance.prepare(tasks)
+        return cfg.model_instance
     model = create_model(cfg.model, cfg.model_args, cfg.batch_size, cfg.seed)
     try:
         model.prepare(tasks)

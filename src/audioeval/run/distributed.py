@@ -17,6 +17,9 @@ class Topology:
     rank: int
     world_size: int
     _state: Any = None
+    #: whether the process group belongs to this run (a CLI run under `accelerate launch`), which then tears it
+    #: down at its end; a group that was there before (a training script's) is left as it is
+    owned: bool = True
 
     @property
     def is_main(self) -> bool:
@@ -50,7 +53,7 @@ class Topology:
         """Tear the process group down on this rank. A rank that exits with a live gloo group can abort
         ("terminate called without an active exception") while another rank is still writing, and the
         launcher then kills every rank."""
-        if self.world_size == 1:
+        if self.world_size == 1 or not self.owned:
             return
         import torch.distributed as dist
 
@@ -62,22 +65,38 @@ class Topology:
         return self._state.device if self._state is not None else None
 
 
+def close_process_group() -> None:
+    """Tear the process group down, if there is one (the command line, once every rank has its result): a rank
+    that exits with a live gloo group can abort while another rank is still writing."""
+    if not launched_with_multiple_processes():
+        return
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
+
+
 def launched_with_multiple_processes() -> bool:
     return int(os.environ.get("WORLD_SIZE", "1")) > 1
 
 
-def init_topology() -> Topology:
-    """Start the process group when launched with several processes (GPU or CPU)."""
+def init_topology(keep_group: bool = False) -> Topology:
+    """Start the process group when launched with several processes (GPU or CPU), or join the one the process
+    has already (a training script's). With `keep_group` (Python callers, who may evaluate again) the run
+    never tears the group down."""
     if not launched_with_multiple_processes():
         return Topology(rank=0, world_size=1)
     import torch
+    import torch.distributed as dist
     from accelerate import PartialState
     from accelerate.utils import InitProcessGroupKwargs  # noqa: F401  (documents the timeout knob)
 
+    existing = dist.is_available() and dist.is_initialized()
     # Uneven generation lengths can leave ranks waiting a long time at a gather; give them a year.
-    kwargs = {"timeout": timedelta(days=365)}
+    kwargs = {} if existing else {"timeout": timedelta(days=365)}
     state = PartialState(cpu=not torch.cuda.is_available(), **kwargs)
-    return Topology(rank=state.process_index, world_size=state.num_processes, _state=state)
+    owned = not (existing or keep_group)
+    return Topology(rank=state.process_index, world_size=state.num_processes, _state=state, owned=owned)
 
 
 def collectively(topology: Topology, step: Callable[[], Any], what: str, gather: bool = True) -> Any:

@@ -48,9 +48,12 @@ class RunPlan:
 
 def plan_run(cfg: RunConfig) -> RunPlan:
     use_backend_folders(cfg.include_path)
-    model_class = get_model_class(cfg.model)
-    # arguments first: a typo must not wait for seconds of task preparation
-    check_model_args(model_class, cfg.model_args)
+    if cfg.model_instance is not None:  # built by the caller: its arguments were its constructor's business
+        model_class: type[Model] = type(cfg.model_instance)
+    else:
+        model_class = get_model_class(cfg.model)
+        # arguments first: a typo must not wait for seconds of task preparation
+        check_model_args(model_class, cfg.model_args)
     if cfg.gen_kwargs:
         model_class.check_gen_kwargs(cfg.gen_kwargs, "--gen_kwargs", cfg.model_args)
     judge_classes = check_judge_args(cfg.judge, cfg.judge_args)

@@ -16,8 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
 
-from audioeval.errors import ModelError
-from audioeval.models.base import Model
+from audioeval.models.base import Model, check_generated
 from audioeval.run.cache import CacheEntry, EntryKind, ResponseStore
 from audioeval.types import Request, Response
 
@@ -81,6 +80,7 @@ class Server:
         self.stats.requests += 1
         try:
             response = await self.model.generate_one(request.for_backend())  # type: ignore[attr-defined]
+            response = check_generated(self.model, [response], 1)[0]
         except BaseException as err:
             self._fail([(key, future)], err)
             if not isinstance(err, Exception):
@@ -123,8 +123,7 @@ class Server:
         finally:
             self.stats.leave(n)
         elapsed = time.perf_counter() - started
-        if len(produced) != n:
-            raise ModelError(f"model {self.model.name!r} returned {len(produced)} responses for {n} requests")
+        produced = check_generated(self.model, produced, n)
         for response in produced:
             self.stats.latency.add(elapsed)
             if not response.latency_s:

@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from audioeval.results.stats import DEFAULT_RESAMPLES
+
+if TYPE_CHECKING:
+    from audioeval.models.base import Model
 
 
 @dataclass
 class RunConfig:
     tasks: str
-    model: str = "chance"
+    model: str = (
+        "chance"  # the backend's name (a model given as an object: its name, for folders and records)
+    )
+    model_instance: Model | None = None  # a model given as an object (`evaluate(model=obj)`), used as it is
     model_args: dict[str, Any] = field(default_factory=dict)
     num_fewshot: list[int] | None = None
     task_args: dict[str, Any] = field(default_factory=dict)
@@ -29,7 +35,7 @@ class RunConfig:
     judge_args: list[dict[str, Any]] = field(default_factory=list)
     show_progress: bool = True
     augment: list[str] = field(default_factory=list)  # --augment NAME[=LEVEL,...] (audioeval.augment)
-    augment_target: str = "query"
+    augment_target: str | None = None  # --augment_target (the query when not given)
     asr: str | None = None  # --asr: the ASR of spoken answers (default: pocketsphinx when the model speaks)
     asr_args: dict[str, Any] = field(default_factory=dict)
     spoken_text: str = "asr"  # --spoken_text: the text of a spoken answer that is scored (asr | transcript)

@@ -1,0 +1,2 @@
+"""The public Python API: `audioeval.evaluate` and its typed result (`evaluate`, `result`), the names
+`audioeval` exports (`exports`)."""
