@@ -224,3 +224,18 @@ def test_the_result_of_a_run_reads_like_its_table(tmp_path):
     assert str(result) == result.compact_table and "toy_tones" in result.table
     written = json.loads((result.run_dir / "results.json").read_text())
     assert written == result.to_dict()
+
+
+def test_tasks_are_read_once_per_process_until_one_of_their_files_changes(tmp_path):
+    import shutil
+
+    from audioeval.config.registry import TaskRegistry
+
+    folder = tmp_path / "toy"
+    shutil.copytree(TOY, folder)
+    first = TaskRegistry.discover([folder])
+    assert TaskRegistry.discover([folder]) is first
+    yaml_file = folder / "toy_tones.yaml"
+    yaml_file.write_text(yaml_file.read_text().replace("tone height", "tone pitch"))
+    changed = TaskRegistry.discover([folder])
+    assert changed is not first and changed.tasks["toy_tones"].description.startswith("tone pitch")

@@ -29,6 +29,19 @@ from audioeval.resources import tasks_dir
 log = logging.getLogger("audioeval")
 
 
+def _stamp(roots: list[Path]) -> tuple[tuple[str, int, int], ...]:
+    """What every file under the folders is now (path, modification time, size): a change to any YAML, template
+    or hook file means reading the tasks again."""
+    files = sorted(
+        p for root in roots for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts
+    )
+    return tuple((str(p), (st := p.stat()).st_mtime_ns, st.st_size) for p in files)
+
+
+#: folders -> (their files' stamp, the registry read from them)
+_DISCOVERED: dict[tuple[str, ...], tuple[tuple[tuple[str, int, int], ...], TaskRegistry]] = {}
+
+
 @dataclass
 class TaskRegistry:
     tasks: dict[str, TaskConfig] = field(default_factory=dict)
@@ -39,11 +52,24 @@ class TaskRegistry:
 
     @classmethod
     def discover(cls, include_paths: Sequence[str | Path] | None = None) -> TaskRegistry:
-        registry = cls()
+        """Every task and group under tasks/ and the include paths. Read once per process while no file under
+        those folders changes (a training loop that evaluates every N steps reads and compiles them once)."""
         roots = [tasks_dir()] + [Path(p) for p in include_paths or []]
         for root in roots:
             if not root.is_dir():
                 raise UsageError(f"--include_path {root}: not a folder of task YAML files.")
+        key, stamp = tuple(str(r.resolve()) for r in roots), _stamp(roots)
+        known = _DISCOVERED.get(key)
+        registry = known[1] if known is not None and known[0] == stamp else cls._read(roots)
+        _DISCOVERED[key] = (stamp, registry)
+        for problem in registry.broken.values():
+            log.warning("skipped, its tasks are unavailable: %s", problem)
+        return registry
+
+    @classmethod
+    def _read(cls, roots: list[Path]) -> TaskRegistry:
+        registry = cls()
+        for root in roots:
             for path in sorted(root.rglob("*.yaml")) + sorted(root.rglob("*.yml")):
                 if path.name.startswith("_"):
                     continue
@@ -57,8 +83,6 @@ class TaskRegistry:
                     registry.judge_roles[entry.name] = roles
         registry._add_implicit_groups()
         registry._check_groups()
-        for problem in registry.broken.values():
-            log.warning("skipped, its tasks are unavailable: %s", problem)
         return registry
 
     @staticmethod
