@@ -198,7 +198,7 @@ def run_config(
         include_path=[str(p) for p in _paths(include_path)],
         gen_kwargs=_kv(gen_kwargs, "--gen_kwargs"),
         cache_dir=None if cache_dir is None else str(cache_dir),
-        no_cache=(instance is not None) if no_cache is None else bool(no_cache),
+        no_cache=_in_memory(instance, args) if no_cache is None else bool(no_cache),
         bootstrap_resamples=bootstrap_iters,
         judge=judges,
         judge_args=judge_maps or [{} for _ in judges],
@@ -299,6 +299,13 @@ def _model_object(model: str | Model | None) -> Model | None:
             "generate(self, requests) -> list[audioeval.Response] (docs/python_api.md)."
         )
     return model
+
+
+def _in_memory(instance: Model | None, model_args: dict[str, Any]) -> bool:
+    """A model object, or backend arguments holding objects (an `hf` model already loaded): its weights may
+    change between calls, so its answers are not cached unless the caller asks."""
+    plain = (str, int, float, bool, type(None))
+    return instance is not None or not all(isinstance(v, plain) for v in model_args.values())
 
 
 def _model_name(model: Model) -> str:
