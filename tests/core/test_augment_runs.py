@@ -84,6 +84,7 @@ def test_a_sweep_reports_each_condition_beside_the_clean_run(tmp_path):
     assert "Robustness (drop = loss vs clean" in out
 
     # a clip is regenerated exactly from what results.json records, and `audioeval view` replays it
+    from audioeval.results.run_files import read_run
     from audioeval.viewer.regenerate import RunAudio
 
     config = results["configs"]["toy_tones@noise_snr=5"]
@@ -91,7 +92,7 @@ def test_a_sweep_reports_each_condition_beside_the_clean_run(tmp_path):
     regenerated = recorded_episode(builder, 5, config["augment"])
     sample = next(r for r in load_samples(run, "toy_tones@noise_snr=5") if r["episode"] == 5)
     assert _query_sha(sample) == regenerated["query"]["clips"][0]["audio"].sha256
-    audio = RunAudio(results["configs"], trust_builder_files=True)
+    audio = RunAudio(read_run(run).record.configs, trust_builder_files=True)
     assert audio.wav("toy_tones@noise_snr=5", 5, _query_sha(sample)) is not None
     assert audio.wav("toy_tones", 5, _query_sha(sample)) is None  # the clean episode holds the clean clip
 

@@ -20,6 +20,7 @@ from audioeval.results.aggregate import (
     aggregate_groups,
     aggregate_task,
 )
+from audioeval.results.record import section_json
 from audioeval.results.score_rows import ScoreRow, facet_values
 from audioeval.results.stats import Aggregation, summarize
 from audioeval.seeds import stable_seed
@@ -54,7 +55,8 @@ def test_each_facet_value_is_aggregated_like_the_task_over_its_own_samples():
     facet = ["a", "b", "a", "a", "b", "b", "a"]
     rows = rows_with({"accuracy": acc}, facet, shots=(0, 1))
     rows.append(ScoreRow(7, 0, {}, False, True, 1.0, facets={"f": "b"}))  # a model error in b at k=0
-    out, kept = aggregate_facets("t", [0, 1], rows, MeanScorer(), ("f",), 500, 3)
+    blocks, kept = aggregate_facets("t", [0, 1], rows, MeanScorer(), ("f",), 500, 3)
+    out = section_json(blocks)
     assert set(out["f"]) == {"a", "b"} and set(out["f"]["a"]) == {"0-shot", "1-shot"}
     a = out["f"]["a"]["0-shot"]
     assert a["accuracy"] == 1.0 and a["n"] == 4 and "errors" not in a
@@ -62,7 +64,9 @@ def test_each_facet_value_is_aggregated_like_the_task_over_its_own_samples():
     assert b["accuracy"] == 0.0 and b["n"] == 4 and b["errors"] == 1 and b["accuracy_missing"] == 1
     # the same bootstrap as the task's, seeded by (seed, task, k, facet, value, metric)
     mixed = rows_with({"accuracy": [1.0, 0.0, 1.0, 0.0]}, ["x", "x", "x", "x"])
-    block = aggregate_facets("t", [0], mixed, MeanScorer(), ("f",), 500, 3)[0]["f"]["x"]["0-shot"]
+    block = section_json(aggregate_facets("t", [0], mixed, MeanScorer(), ("f",), 500, 3)[0])["f"]["x"][
+        "0-shot"
+    ]
     expected = summarize(
         {"x": np.array([1.0, 0.0, 1.0, 0.0])},
         Aggregation("mean", ("x",)),
@@ -93,7 +97,7 @@ def test_stratified_rule_within_a_facet_value_is_the_tasks_rule():
 
     values = {"score": [2.0, 4.0, 10.0, 0.0], "stratum": [0, 0, 1, 1], "weight": [1.0, 1.0, 3.0, 3.0]}
     rows = rows_with(values, ["v", "v", "v", "w"])
-    out = aggregate_facets("t", [0], rows, Stratified(), ("f",), 0, 0)[0]
+    out = section_json(aggregate_facets("t", [0], rows, Stratified(), ("f",), 0, 0)[0])
     assert out["f"]["v"]["0-shot"]["score"] == pytest.approx((3.0 * 1 + 10.0 * 3) / 4)
     assert out["f"]["w"]["0-shot"]["score"] == 0.0
 
@@ -115,12 +119,14 @@ def test_groups_average_their_tasks_facet_values_and_globs_pick_metrics():
         _, facet_summaries[name] = aggregate_facets(name, [0], rows, MeanScorer(), ("f",), 200, 0)
         _, task_summaries[name] = aggregate_task(name, [0], rows, MeanScorer(), 200, 0)
     rows = {"t1": s1, "t2": s2}
-    groups = aggregate_group_facets(TwoTaskRegistry(), ["g"], facet_summaries, rows, 200, 0)["g"]["f"]
+    groups = section_json(aggregate_group_facets(TwoTaskRegistry(), ["g"], facet_summaries, rows, 200, 0))[
+        "g"
+    ]["f"]
     assert groups["a"]["0-shot"]["score"] == pytest.approx((2.0 + 7.0) / 2)  # mean of the tasks' means
     assert groups["a"]["0-shot"]["subtasks"] == ["t1", "t2"]
     assert groups["c"]["0-shot"]["subtasks"] == ["t2"] and groups["c"]["0-shot"]["score"] == 9.0
     assert "other" not in groups["a"]["0-shot"]
-    block = aggregate_groups(TwoTaskRegistry(), ["g"], task_summaries)["g"]["0-shot"]
+    block = section_json(aggregate_groups(TwoTaskRegistry(), ["g"], task_summaries))["g"]["0-shot"]
     assert [k for k in block if not k.endswith(("_stderr", "_ci95"))] == ["score", "score@j", "n", "subtasks"]
     assert block["score@j"] == pytest.approx(2.0)
 
@@ -140,7 +146,8 @@ def test_a_pooled_group_facet_is_the_plain_mean_over_all_its_tasks_samples():
         name: aggregate_facets(name, [0], rows, MeanScorer(), ("f",), 200, 0)[1]
         for name, rows in (("t1", s1), ("t2", s2))
     }
-    got = aggregate_group_facets(Pooled(), ["g"], facet_summaries, {"t1": s1, "t2": s2}, 200, 0)["g"]["f"]
+    got = section_json(aggregate_group_facets(Pooled(), ["g"], facet_summaries, {"t1": s1, "t2": s2}, 200, 0))
+    got = got["g"]["f"]
     a = got["a"]["0-shot"]
     assert a["score"] == pytest.approx((1.0 + 3.0 + 8.0) / 3)  # not the mean of the tasks' means (5.0)
     assert (a["n"], a["errors"], a["score_missing"]) == (5, 1, 2) and "helper" not in a

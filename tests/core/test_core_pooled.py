@@ -11,6 +11,7 @@ from audioeval.config.pooled import PooledRule, ShotSetting, read_pooled
 from audioeval.config.task import GroupConfig, load_group_config
 from audioeval.errors import ConfigError
 from audioeval.results.aggregate import aggregate_pooled
+from audioeval.results.record import section_json
 from audioeval.results.score_rows import ScoreRow
 
 RULE = PooledRule(
@@ -40,7 +41,7 @@ def test_items_are_pooled_over_tasks_with_their_mean_over_the_settings_k():
         # t2: one item, only at k = 1 and 3, with a per-group column t1 lacks; an error at k=3
         "t2": [row(0, 1, strict=1.0, strict_a=1.0), ScoreRow(0, 3, {}, False, True, 1.0)],
     }  # fmt: skip
-    pooled = aggregate_pooled(Registry(), ["g"], rows, 200, 0)["g"]
+    pooled = section_json(aggregate_pooled(Registry(), ["g"], rows, 200, 0))["g"]
     assert set(pooled) == {"zero-shot", "one-shot", "few-shot"}
     zero = pooled["zero-shot"]
     assert zero["strict"] == 0.5 and zero["n"] == 2 and zero["subtasks"] == ["t1"]  # t2 never ran at k=0
@@ -60,8 +61,8 @@ def test_the_pooled_bootstrap_is_seeded_by_group_and_setting_so_reruns_agree():
     again = aggregate_pooled(Registry(), ["g"], {t: list(reversed(r)) for t, r in rows.items()}, 300, 4)
     assert first == again
     assert (
-        first["g"]["one-shot"]["strict_ci95"]
-        != aggregate_pooled(Registry(), ["g"], rows, 300, 5)["g"]["one-shot"]["strict_ci95"]
+        first["g"]["one-shot"].metrics["strict"].ci95
+        != aggregate_pooled(Registry(), ["g"], rows, 300, 5)["g"]["one-shot"].metrics["strict"].ci95
     )
 
 

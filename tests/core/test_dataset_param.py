@@ -57,11 +57,12 @@ def test_a_built_folder_gives_the_synthesized_results_and_records_its_content_ha
     assert "dataset" not in load_results(synthesized)["configs"]["toy_tones"]
 
     # the viewer rebuilds a run's clips from the same stored rows (sha256 checked per clip)
+    from audioeval.results.run_files import read_run
     from audioeval.viewer.regenerate import RunAudio
 
     sample = load_samples(stored, "toy_tones")[0]
     clip = next(part for m in sample["messages"] for part in m["content"] if part["type"] == "audio")
-    audio = RunAudio(load_results(stored)["configs"], trust_builder_files=True)
+    audio = RunAudio(read_run(stored).record.configs, trust_builder_files=True)
     assert audio.wav("toy_tones", sample["episode"], clip["sha256"]) is not None
 
 

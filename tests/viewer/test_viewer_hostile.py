@@ -203,7 +203,12 @@ def test_a_damaged_sample_line_is_named_with_file_and_line(toy_runs, tmp_path, n
         ("model", "x", "`model` is a string, not an object"),
         ("results", [], "`results` is a list, not an object"),
         ("reports", 5, "`reports` is a number, not a list"),
-        ("configs", {"toy_tones": 3}, "`configs.toy_tones` is damaged"),
+        ("configs", {"toy_tones": 3}, "`configs.toy_tones` is a number, not an object"),
+        (
+            "results",
+            {"toy_tones": {"0-shot": {"accuracy": "high", "n": 4}}},
+            "`accuracy` is str, not a number",
+        ),
     ],
 )
 def test_a_damaged_results_json_field_is_named(toy_runs, tmp_path, field, value, says):
@@ -211,7 +216,7 @@ def test_a_damaged_results_json_field_is_named(toy_runs, tmp_path, field, value,
     path = _edit_results(run, **{field: value})
     code, _, err = run_cli(["view", str(run), "--port", "0"])
     assert code == 2 and "Traceback" not in err
-    assert f"{path}: {says}" in err
+    assert f"{path}:1: " in err and says in err  # the file is one line here
 
 
 def test_a_sample_log_changed_after_opening_is_one_line_not_a_traceback(toy_runs, tmp_path, terminal):

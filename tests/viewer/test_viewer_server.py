@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import threading
 import time
@@ -145,10 +146,11 @@ def test_not_a_run_folder_is_a_clear_error(toy_runs, tmp_path):
     assert code == 2 and f"{bad / 'results.json'}:2:" in err
     broken = tmp_path / "broken"
     broken.mkdir()
-    (broken / "results.json").write_text(json.dumps({"results": {}}))
-    (broken / "samples_t.jsonl").write_text('{"task": "t", "episode": 0, "shots": 0}\nnot json\n')
+    shutil.copy(toy_runs[0] / "results.json", broken / "results.json")
+    first = (toy_runs[0] / "samples_toy_tones.jsonl").read_text().splitlines()[0]
+    (broken / "samples_toy_tones.jsonl").write_text(first + "\nnot json\n")
     code, _, err = run_cli(["view", str(broken)])
-    assert code == 2 and f"{broken / 'samples_t.jsonl'}:2: not a sample record" in err
+    assert code == 2 and f"{broken / 'samples_toy_tones.jsonl'}:2: not a sample record" in err
 
 
 def test_a_port_in_use_is_named(toy_runs):

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from audioeval.config.registry import TaskRegistry
+from audioeval.results.blocks import FacetBlocks, MetricStats, PerK, ShotBlock
 from audioeval.results.score_rows import ScoreRow, score_arrays, score_names
 from audioeval.results.scoring import TaskScorer
 from audioeval.results.stats import Aggregation, MetricSummary, summarize, summarize_group
@@ -19,18 +20,11 @@ Summaries = dict[str, MetricSummary]  # metric -> summary
 FacetSummaries = dict[str, dict[str, dict[int, Summaries]]]
 
 
-def _metric_block(summaries: Summaries, n: int, errors: int) -> dict[str, Any]:
-    block: dict[str, Any] = {}
-    for name, s in summaries.items():
-        block[name] = s.value
-        block[f"{name}_stderr"] = s.stderr  # NaN (null in results.json) when not measured
-        block[f"{name}_ci95"] = s.ci95 if s.has_ci else None
-        if s.missing:
-            block[f"{name}_missing"] = s.missing
-    block["n"] = n
-    if errors:
-        block["errors"] = errors
-    return block
+def _metric_block(summaries: Summaries, n: int, errors: int) -> ShotBlock:
+    metrics = {
+        name: MetricStats.measured(s.value, s.stderr, s.ci95, s.missing) for name, s in summaries.items()
+    }
+    return ShotBlock(metrics, n, errors)
 
 
 def _summaries(
@@ -51,9 +45,9 @@ def _summaries(
 
 def aggregate_task(
     task_name: str, shots: list[int], rows: list[ScoreRow], scorer: TaskScorer, n_resamples: int, seed: int
-) -> tuple[dict[str, Any], dict[int, Summaries]]:
+) -> tuple[PerK, dict[int, Summaries]]:
     """results[task] and the summaries (with bootstrap draws) per k, for group aggregation."""
-    per_k: dict[str, Any] = {}
+    per_k: PerK = {}
     summaries_by_k: dict[int, Summaries] = {}
     names = score_names(rows)
     for k in shots:
@@ -73,12 +67,12 @@ def aggregate_facets(
     n_resamples: int,
     seed: int,
     keep_draws: bool = True,
-) -> tuple[dict[str, Any], FacetSummaries]:
+) -> tuple[FacetBlocks, FacetSummaries]:
     """facets[task]: per declared facet, per value (sorted), per k, every metric of the task aggregated as
     the task declares it (same rules, same bootstrap) over the samples with that value. Samples without a
     value for the facet are in no cell of it. The summaries keep their bootstrap draws only with
     `keep_draws` (a group averaging the task's facet values needs them; they cost memory per cell)."""
-    out: dict[str, Any] = {}
+    out: FacetBlocks = {}
     kept: FacetSummaries = {}
     names = score_names(rows)
     for facet in facets:
@@ -125,33 +119,39 @@ def _metric_names(wanted: list[str] | None, available: set[str]) -> list[str]:
     return names
 
 
-def _group_block(members: dict[str, Summaries], wanted: list[str] | None) -> dict[str, Any]:
+def _group_block(members: dict[str, Summaries], wanted: list[str] | None) -> ShotBlock:
     """The unweighted mean of the members' values per metric, with a CI from resampling within each member.
     Members with no value for a metric (e.g. judged metrics without a judge) are left out of that mean and
     named as `<metric>_unscored`, rather than making the whole group null."""
     common = set.intersection(*(set(s) for s in members.values()))
     names = _metric_names(wanted, common)
-    block: dict[str, Any] = {}
+    metrics: dict[str, MetricStats] = {}
     for name in names:
-        scored = [t for t, s in members.items() if not math.isnan(s[name].value)]
-        s = summarize_group([members[t][name] for t in scored]) if scored else None
-        block[name] = s.value if s else math.nan
-        block[f"{name}_stderr"] = s.stderr if s else math.nan
-        block[f"{name}_ci95"] = s.ci95 if s and s.has_ci else None
-        if len(scored) < len(members):
-            block[f"{name}_unscored"] = [t for t in members if t not in scored]
-    block["n"] = sum(s[names[0]].n for s in members.values()) if names else 0
-    block["subtasks"] = list(members)
-    return block
+        s, unscored = group_summary({t: summaries[name] for t, summaries in members.items()})
+        if s is not None:
+            metrics[name] = MetricStats.measured(s.value, s.stderr, s.ci95, unscored=unscored)
+        else:
+            metrics[name] = MetricStats(None, unscored=unscored)
+    n = sum(s[names[0]].n for s in members.values()) if names else 0
+    return ShotBlock(metrics, n, subtasks=list(members))
+
+
+def group_summary(members: dict[str, MetricSummary]) -> tuple[MetricSummary | None, list[str]]:
+    """A group's rule for one metric: the unweighted mean of the members' values (CI from the mean of their
+    bootstrap draws), members without a value left out; None when no member has one. Also the members left
+    out."""
+    scored = [t for t, s in members.items() if not math.isnan(s.value)]
+    unscored = [t for t in members if t not in scored]
+    return (summarize_group([members[t] for t in scored]) if scored else None), unscored
 
 
 def aggregate_groups(
     registry: TaskRegistry,
     group_names: list[str],
     task_summaries: dict[str, dict[int, Summaries]],
-) -> dict[str, Any]:
+) -> dict[str, PerK]:
     """Each group: per k, the unweighted mean of its evaluated leaf tasks' values (see _group_block)."""
-    groups: dict[str, Any] = {}
+    groups: dict[str, PerK] = {}
     for gname in group_names:
         leaves = [t for t in registry.leaf_tasks(gname) if t in task_summaries]
         if not leaves:
@@ -174,16 +174,16 @@ def aggregate_group_facets(
     rows: dict[str, list[ScoreRow]],
     n_resamples: int,
     seed: int,
-) -> dict[str, Any]:
+) -> dict[str, FacetBlocks]:
     """facets[group]: per facet its leaves declare, per value, per k, as the group's `facet_aggregation`
     says: `mean_of_tasks`, the group rule (unweighted mean of the leaves' values for that facet value, CI
     from resampling within each leaf) over the leaves that have it; or `pooled_mean`, the plain mean of each
     of the group's metrics over all the leaves' samples with that value (one bootstrap over them)."""
-    out: dict[str, Any] = {}
+    out: dict[str, FacetBlocks] = {}
     for gname in group_names:
         group = registry.groups[gname]
         leaves = [t for t in registry.leaf_tasks(gname) if facet_summaries.get(t)]
-        facets: dict[str, Any] = {}
+        facets: FacetBlocks = {}
         for facet in dict.fromkeys(f for t in leaves for f in facet_summaries[t]):  # as the tasks declare
             values = sorted({v for t in leaves for v in facet_summaries[t].get(facet, {})})
             for value in values:
@@ -211,7 +211,7 @@ def _pooled_block(
     wanted: list[str] | None,
     n_resamples: int,
     seed_parts: tuple[Any, ...],
-) -> dict[str, Any]:
+) -> ShotBlock:
     """The plain mean of each metric over the samples (tasks in group order, episodes in order) with this
     facet value at this k; the metrics are the group's `aggregate_metrics`, else those every task reports."""
     selected = [
@@ -225,7 +225,7 @@ def _pooled_block(
     columns, _ = score_arrays(selected, k, names)
     summaries = _summaries(columns, {n: Aggregation("mean", (n,)) for n in names}, n_resamples, seed_parts)
     block = _metric_block(summaries, len(selected), sum(r.error for r in selected))
-    block["subtasks"] = list(rows)
+    block.subtasks = list(rows)
     return block
 
 
@@ -235,13 +235,13 @@ def aggregate_pooled(
     rows: dict[str, list[ScoreRow]],
     n_resamples: int,
     seed: int,
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, PerK]:
     """pooled[group][setting] for each group with a `pooled:` rule (config/pooled.py): per metric, the mean
     over the items (task, episode) of all its evaluated tasks, each item's value the mean of its scores at
     the setting's k, with a bootstrap CI over items. `n` counts the items run in the setting,
     `<metric>_missing` those without a value, `subtasks` the tasks run in it and `<metric>_unscored` those
     of them without any value. A setting no task ran in has no block."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, PerK] = {}
     for gname in group_names:
         rule = registry.groups[gname].pooled
         if rule is None:
@@ -261,32 +261,43 @@ def aggregate_pooled(
     return out
 
 
-def _items_block(
-    rows: dict[str, list[ScoreRow]], names: list[str], n_resamples: int, seed_parts: tuple[Any, ...]
-) -> dict[str, Any]:
-    """One value per item and metric (the mean of the item's values, NaN without any), pooled over tasks."""
+def pooled_items(
+    rows: dict[str, list[ScoreRow]], names: list[str]
+) -> tuple[list[tuple[str, int]], dict[str, np.ndarray]]:
+    """The items (task, episode) of a pooled setting's rows, tasks in the order given and episodes in order,
+    and per metric each item's value: the mean of its values over the rows (the setting's k), NaN without
+    any."""
+    items: list[tuple[str, int]] = []
     columns: dict[str, list[float]] = {name: [] for name in names}
-    scored: dict[str, set[str]] = {name: set() for name in names}
     for task, task_rows in rows.items():
         by_item: dict[int, list[ScoreRow]] = {}
         for row in task_rows:
             by_item.setdefault(row.episode, []).append(row)
         for episode in sorted(by_item):
+            items.append((task, episode))
             for name in names:
                 values = [
                     v for r in by_item[episode] if (v := r.scores.get(name)) is not None and not math.isnan(v)
                 ]
                 columns[name].append(float(np.mean(values)) if values else math.nan)
-                if values:
-                    scored[name].add(task)
-    arrays = {name: np.array(values, dtype=np.float64) for name, values in columns.items()}
+    return items, {name: np.array(values, dtype=np.float64) for name, values in columns.items()}
+
+
+def _items_block(
+    rows: dict[str, list[ScoreRow]], names: list[str], n_resamples: int, seed_parts: tuple[Any, ...]
+) -> ShotBlock:
+    """One value per item and metric (see pooled_items), pooled over tasks."""
+    items, arrays = pooled_items(rows, names)
+    scored = {
+        name: {t for (t, _), v in zip(items, arrays[name], strict=True) if not math.isnan(v)}
+        for name in names
+    }
     summaries = _summaries(
         arrays, {n: Aggregation("mean", (n,)) for n in names}, n_resamples, seed_parts, False
     )
     n_items = sum(len({r.episode for r in task_rows}) for task_rows in rows.values())
     block = _metric_block(summaries, n_items, sum(r.error for task_rows in rows.values() for r in task_rows))
     for name in names:
-        if unscored := [t for t in rows if t not in scored[name]]:
-            block[f"{name}_unscored"] = unscored
-    block["subtasks"] = list(rows)
+        block.metrics[name].unscored = [t for t in rows if t not in scored[name]]
+    block.subtasks = list(rows)
     return block

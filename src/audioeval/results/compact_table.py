@@ -5,45 +5,32 @@ metric, stderr, errors) is summary.md in the run folder, and what `--full_table`
 
 from __future__ import annotations
 
-import math
-from typing import Any
-
-_NOT_METRICS = ("n", "errors")
-_STATS_SUFFIXES = ("_stderr", "_ci95", "_missing")
+from audioeval.results.blocks import MetricStats, PerK, ShotBlock, shot_count
 
 
-def _metrics(block: dict[str, Any]) -> list[str]:
-    return [
-        m
-        for m, v in block.items()
-        if m not in _NOT_METRICS and not m.endswith(_STATS_SUFFIXES) and isinstance(v, int | float | None)
-    ]
+def _number(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3f}"
 
 
-def _number(value: Any) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "—"
-    return f"{value:.3f}" if isinstance(value, float) else str(value)
-
-
-def _cell(block: dict[str, Any] | None, metric: str) -> str:
-    if not block or metric not in block:
+def _cell(block: ShotBlock | None, metric: str) -> str:
+    stats: MetricStats | None = block.get(metric) if block else None
+    if stats is None:
         return ""
-    ci = block.get(f"{metric}_ci95") or []
-    has_ci = len(ci) == 2 and all(isinstance(v, int | float) and not math.isnan(v) for v in ci)
-    return _number(block[metric]) + (f" [{_number(ci[0])}, {_number(ci[1])}]" if has_ci else "")
+    ci = f" [{_number(stats.ci95[0])}, {_number(stats.ci95[1])}]" if stats.ci95 is not None else ""
+    return _number(stats.value) + ci
 
 
-def _scored(block: dict[str, Any], metric: str) -> int:
-    return int(block.get("n", 0)) - int(block.get(f"{metric}_missing", 0))
-
-
-def _shots(sections: list[dict[str, Any]]) -> list[str]:
+def _shots(sections: list[PerK]) -> list[str]:
     keys = {k for per_k in sections for k in per_k}
-    return sorted(keys, key=lambda k: int(k.split("-")[0]) if k.split("-")[0].isdigit() else 10**9)
+    return sorted(keys, key=lambda k: c if (c := shot_count(k)) is not None else 10**9)
 
 
-def compact_table(results: dict[str, Any], groups: dict[str, Any]) -> str:
+def main_metric(per_k: PerK) -> str | None:
+    """The metric a table shows for a task or group: that of its first block with any metric."""
+    return next((b.main_metric for b in per_k.values() if b.metrics), None)
+
+
+def compact_table(results: dict[str, PerK], groups: dict[str, PerK]) -> str:
     named = [(f"group: {g}", per_k) for g, per_k in groups.items()] + list(results.items())
     shots = _shots([per_k for _, per_k in named])
     header = ["task", "metric", *(f"k={k.split('-')[0]}" for k in shots), "n"]
@@ -51,21 +38,19 @@ def compact_table(results: dict[str, Any], groups: dict[str, Any]) -> str:
     failed: list[str] = []
     for name, per_k in named:
         blocks = list(per_k.values())
-        metrics = next((_metrics(b) for b in blocks if _metrics(b)), [])
-        main = [m for m in metrics if not m.endswith("failure_rate")][:1] or metrics[:1]
+        main = main_metric(per_k)
+        metrics = next((list(b.metrics) for b in blocks if b.metrics), [])
         failures = [
-            m
-            for m in metrics
-            if m.endswith("failure_rate") and any(b.get(m) for b in blocks) and m not in main
+            m for m in metrics if m.endswith("failure_rate") and m != main and any(b.value(m) for b in blocks)
         ]
-        for metric in main + failures:
-            counts = sorted({_scored(b, metric) for b in blocks if metric in b})
+        for metric in ([main] if main else []) + failures:
+            counts = sorted({b.scored(metric) for b in blocks if metric in b.metrics})
             n = str(counts[0]) if len(counts) == 1 else f"{counts[0]}–{counts[-1]}" if counts else "0"
             cells = [_cell(per_k.get(k), metric) for k in shots]
             lines.append("| " + " | ".join([name, metric, *cells, n]) + " |")
         if not main:
             lines.append("| " + " | ".join([name, "—", *("" for _ in shots), "0"]) + " |")
-        errors = sum(int(b.get("errors", 0)) for b in blocks)
+        errors = sum(b.errors for b in blocks)
         if errors and not name.startswith("group: "):
             failed.append(f"{name}: {errors}")
     lines.append("")

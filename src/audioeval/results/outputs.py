@@ -13,6 +13,8 @@ from typing import IO, Any
 
 from audioeval.errors import UsageError
 from audioeval.redact import redact, redact_message
+from audioeval.results.blocks import PerK
+from audioeval.results.sample_record import SampleRecord
 
 # Present while a run is in progress and left behind by a run that did not finish (killed, interrupted, failed):
 # such a folder's results.json is missing or stale, and samples_*.rank*.partial.jsonl hold what was logged.
@@ -111,10 +113,11 @@ class SampleLog:
         self.part_path = run_dir / f"samples_{task}.rank{rank}.partial.jsonl"
         self._fh: IO[str] | None = self.part_path.open("w", encoding="utf-8")
 
-    def write(self, records: list[dict[str, Any]]) -> None:
+    def write(self, records: list[SampleRecord]) -> None:
         assert self._fh is not None
         for r in records:
-            self._fh.write(json.dumps(redact(_clean(r)), ensure_ascii=False, default=_json_default) + "\n")
+            line = json.dumps(redact(_clean(r.to_json())), ensure_ascii=False, default=_json_default)
+            self._fh.write(line + "\n")
         self._fh.flush()
 
     def close(self) -> None:
@@ -185,21 +188,15 @@ def library_versions() -> dict[str, str | None]:
     return versions
 
 
-def _fmt(value: Any, digits: int = 4) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "—"
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    return str(value)
+def _fmt(value: float | None, digits: int = 4) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
 
 
-def _fmt_ci(ci: Any) -> str:
-    if not ci or any(v is None or (isinstance(v, float) and math.isnan(v)) for v in ci):
-        return "—"
-    return f"[{_fmt(ci[0])}, {_fmt(ci[1])}]"
+def _fmt_ci(ci: tuple[float, float] | None) -> str:
+    return "—" if ci is None else f"[{_fmt(ci[0])}, {_fmt(ci[1])}]"
 
 
-def markdown_table(results: dict[str, Any], groups: dict[str, Any]) -> str:
+def markdown_table(results: dict[str, PerK], groups: dict[str, PerK]) -> str:
     """One row per task, k and metric: value, stderr, CI ("—" where none was measured), the samples scored and
     the samples whose request failed. A k where nothing could be scored still gets a row, with its errors."""
     lines = [
@@ -207,24 +204,16 @@ def markdown_table(results: dict[str, Any], groups: dict[str, Any]) -> str:
         "|---|---|---|---|---|---|---|---|",
     ]
 
-    def rows(name: str, per_k: dict[str, Any], label: str) -> None:
-        for shot_key, metrics in per_k.items():
+    def rows(name: str, per_k: PerK, label: str) -> None:
+        for shot_key, block in per_k.items():
             k = shot_key.split("-")[0]
-            errors = metrics.get("errors", 0)
-            shown = 0
-            for metric, value in metrics.items():
-                if metric.endswith(("_stderr", "_ci95", "_missing")) or not isinstance(value, int | float):
-                    continue
-                if metric in ("n", "errors"):
-                    continue
-                shown += 1
-                scored = metrics.get("n", 0) - metrics.get(f"{metric}_missing", 0)
+            for metric, s in block.metrics.items():
                 lines.append(
-                    f"| {label}{name} | {k} | {metric} | {_fmt(value)} | {_fmt(metrics.get(f'{metric}_stderr'))} | "
-                    f"{_fmt_ci(metrics.get(f'{metric}_ci95'))} | {scored} | {errors} |"
+                    f"| {label}{name} | {k} | {metric} | {_fmt(s.value)} | {_fmt(s.stderr)} | "
+                    f"{_fmt_ci(s.ci95)} | {block.scored(metric)} | {block.errors} |"
                 )
-            if not shown:
-                lines.append(f"| {label}{name} | {k} | — | — | — | — | 0 | {errors} |")
+            if not block.metrics:
+                lines.append(f"| {label}{name} | {k} | — | — | — | — | 0 | {block.errors} |")
 
     for task, per_k in results.items():
         rows(task, per_k, "")

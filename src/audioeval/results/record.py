@@ -1,19 +1,31 @@
 """What one run produced, as one typed record: built once when the run's numbers are complete, written once
-as results.json (`RunRecord.to_json`).
+as results.json (`RunRecord.to_json`) and read back as the same types (`RunRecord.from_json`;
+results/run_files.py reads a run folder).
 
-The per-k blocks of `results`, `groups`, `facets`, `pooled` and `reference_models` are JSON blocks made by
-aggregate.py (`<metric>`, `<metric>_stderr`, `<metric>_ci95`, `n`, ...); the record gives the sections and
-the run's description their types."""
+The sections hold typed per-k blocks (results/blocks.py). What results.json holds is declared once, as
+`ResultsFile` below: reading checks a file against it (a damaged field is named) and docs/schemas/ publishes
+its JSON Schema (results/schemas.py)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, NotRequired
 
-#: `<k>-shot` (or a shot setting such as `few-shot`) -> metric block
-PerK = dict[str, dict[str, Any]]
-#: facet -> value -> per-k blocks
-FacetBlocks = dict[str, dict[str, PerK]]
+from typing_extensions import TypedDict
+
+from audioeval.results.blocks import FacetBlocks, PerK, ShotBlock
+
+__all__ = [
+    "FacetBlocks",
+    "ModelRecord",
+    "PerK",
+    "ResultsFile",
+    "RunRecord",
+    "Sections",
+    "ShotBlock",
+    "TaskRecord",
+]
 
 
 @dataclass
@@ -52,6 +64,14 @@ class ModelRecord:
     identity: dict[str, Any]
     batch_size: int
 
+    @property
+    def label(self) -> str:
+        """The model as tables name it: the backend, and the checkpoint or model it was given."""
+        for key in ("pretrained", "model", "asr"):
+            if self.model_args.get(key):
+                return f"{self.name} ({Path(str(self.model_args[key])).name})"
+        return self.name
+
 
 @dataclass
 class Sections:
@@ -62,6 +82,22 @@ class Sections:
     facets: dict[str, FacetBlocks] = field(default_factory=dict)  # task or group -> facet blocks
     pooled: dict[str, PerK] = field(default_factory=dict)  # group -> shot setting -> pooled block
     reference_models: dict[str, dict[str, PerK]] = field(default_factory=dict)  # model -> task or group
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "results": section_json(self.results),
+            "groups": section_json(self.groups),
+            "facets": section_json(self.facets),
+            "pooled": section_json(self.pooled),
+            "reference_models": section_json(self.reference_models),
+        }
+
+
+def section_json(section: Any) -> Any:
+    """A section (or any part of one: nested mappings ending in blocks) as the file holds it."""
+    if isinstance(section, ShotBlock):
+        return section.to_json()
+    return {name: section_json(inner) for name, inner in section.items()}
 
 
 @dataclass
@@ -90,35 +126,77 @@ class RunRecord:
 
     def to_json(self) -> dict[str, Any]:
         """The results.json content, in its documented key order."""
-        s = self.sections
-        out: dict[str, Any] = {
-            "results": s.results,
-            "groups": s.groups,
-            "facets": s.facets,
-            "pooled": s.pooled,
-            "reference_models": s.reference_models,
-            "configs": {name: t.to_json() for name, t in self.configs.items()},
-            "model": {
-                "name": self.model.name,
-                "model_args": self.model.model_args,
-                "identity": self.model.identity,
-                "batch_size": self.model.batch_size,
-            },
+        out: dict[str, Any] = self.sections.to_json()
+        out["configs"] = {name: t.to_json() for name, t in self.configs.items()}
+        out["model"] = {
+            "name": self.model.name,
+            "model_args": self.model.model_args,
+            "identity": self.model.identity,
+            "batch_size": self.model.batch_size,
         }
-        out.update(
-            {
-                key: getattr(self, key)
-                for key in (
-                    "judges", "augment", "seed", "num_fewshot", "task_args", "limit", "bootstrap_resamples",
-                    "world_size", "versions", "git_commit", "date", "timing", "warnings", "unscored_tasks",
-                    "judges_down",
-                )
-            }
-        )  # fmt: skip
-        if self.robustness is not None:
-            out["robustness"] = self.robustness
-        if self.reports is not None:
-            out["reports"] = self.reports
-        if self.speech is not None:
-            out["speech"] = self.speech
+        out.update({key: getattr(self, key) for key in _PLAIN})
+        for key in _OPTIONAL:
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
         return out
+
+    @classmethod
+    def from_json(cls, data: Any) -> RunRecord:
+        """The record of a results.json content; a pydantic ValidationError names the field that is not what
+        audioeval writes (results/run_files.py turns it into one line naming the file)."""
+        checked: dict[str, Any] = results_adapter().validate_python(data)
+        sections = Sections(**{key: checked.get(key, {}) for key in _SECTIONS})
+        rest: dict[str, Any] = {key: checked.get(key, _DEFAULTS.get(key)) for key in (*_PLAIN, *_OPTIONAL)}
+        return cls(sections=sections, configs=checked["configs"], model=checked["model"], **rest)
+
+
+_SECTIONS = tuple(f.name for f in fields(Sections))
+_OPTIONAL = ("robustness", "reports", "speech")
+_PLAIN = tuple(
+    f.name for f in fields(RunRecord) if f.name not in ("sections", "configs", "model", *_OPTIONAL)
+)
+_DEFAULTS: dict[str, Any] = {"warnings": [], "unscored_tasks": [], "judges_down": []}
+
+
+class ResultsFile(TypedDict):
+    """results.json, key by key (the order RunRecord.to_json writes)."""
+
+    results: dict[str, PerK]
+    groups: dict[str, PerK]
+    facets: NotRequired[dict[str, FacetBlocks]]
+    pooled: NotRequired[dict[str, PerK]]
+    reference_models: NotRequired[dict[str, dict[str, PerK]]]
+    configs: dict[str, TaskRecord]
+    model: ModelRecord
+    judges: dict[str, Any] | None
+    augment: dict[str, Any] | None
+    seed: int
+    num_fewshot: list[int] | None
+    task_args: dict[str, Any]
+    limit: str | None
+    bootstrap_resamples: int
+    world_size: int
+    versions: dict[str, str | None]
+    git_commit: str | None
+    date: str
+    timing: dict[str, Any]
+    warnings: NotRequired[list[str]]
+    unscored_tasks: NotRequired[list[str]]
+    judges_down: NotRequired[list[str]]
+    robustness: NotRequired[dict[str, Any]]
+    reports: NotRequired[list[str]]
+    speech: NotRequired[dict[str, Any]]
+
+
+_ADAPTER: Any = None
+
+
+def results_adapter() -> Any:
+    """The pydantic TypeAdapter of `ResultsFile` (made once, on first use: pydantic is imported only by
+    readers)."""
+    global _ADAPTER
+    if _ADAPTER is None:
+        from pydantic import TypeAdapter
+
+        _ADAPTER = TypeAdapter(ResultsFile)
+    return _ADAPTER

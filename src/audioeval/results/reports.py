@@ -5,8 +5,9 @@ wing's `report` module), `module:function` or `./file.py:function` (see audioeva
 resolved once, before the run starts (`resolve_reports`); each function then runs once, receives a
 ReportContext and returns the paths it wrote, listed under `reports` in results.json.
 
-A report only formats: every number it shows comes from results.json (`results`, `groups`, `facets`,
-`pooled`, `reference_models`) or the scored samples, and what it knows about a task (its paper name, axis,
+A report only formats: every number it shows comes from the run's record (`ReportContext.record`, typed:
+the sections `results`, `groups`, `facets`, `pooled`, `reference_models` of results.json) or the scored
+samples, and what it knows about a task (its paper name, axis,
 chance level ...) from the task's YAML `metadata`. It finds its tasks with `benchmark_tasks` (a `metadata`
 block named after the benchmark)."""
 
@@ -15,12 +16,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Protocol
 
 from audioeval.config.registry import TaskRegistry
 from audioeval.config.task import TaskConfig
 from audioeval.hooks import HookKind
+from audioeval.results.record import RunRecord
 from audioeval.results.score_rows import ScoreRow
 
 log = logging.getLogger("audioeval")
@@ -38,11 +41,16 @@ class ReportTask(Protocol):
 
 @dataclass
 class ReportContext:
-    results: dict[str, Any]  # the results.json content
+    record: RunRecord  # the run's numbers and description, typed (what results.json holds)
     run_dir: Path
     rows: dict[str, list[ScoreRow]]  # task -> its scored samples (all ranks)
     registry: TaskRegistry
     tasks: Sequence[ReportTask]  # the clean tasks of the run, in run order
+
+    @cached_property
+    def results(self) -> dict[str, Any]:
+        """The results.json content as JSON (for reports written against the file rather than the types)."""
+        return self.record.to_json()
 
 
 ReportFunction = Callable[[ReportContext], Iterable[str | Path] | None]
@@ -50,15 +58,16 @@ REPORTS: HookKind[ReportFunction] = HookKind("report", core_modules=(), wing_mod
 register = REPORTS.register
 
 
-def benchmark_tasks(results: dict[str, Any], namespace: str) -> list[tuple[str, dict[str, Any]]]:
+def benchmark_tasks(record: RunRecord, namespace: str) -> list[tuple[str, dict[str, Any]]]:
     """(task, its YAML `metadata[namespace]`) for each clean (not augmented) task of the run whose metadata
     has that block, in the order of results.json."""
-    configs = results.get("configs") or {}
     found = []
-    for name in results.get("results") or {}:
-        entry = configs.get(name) or {}
-        block = ((entry.get("config") or {}).get("metadata") or {}).get(namespace)
-        if isinstance(block, dict) and "augment" not in entry:
+    for name in record.sections.results:
+        entry = record.configs.get(name)
+        if entry is None or entry.augment is not None:
+            continue
+        block = (entry.config.get("metadata") or {}).get(namespace)
+        if isinstance(block, dict):
             found.append((name, block))
     return found
 

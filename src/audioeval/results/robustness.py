@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from audioeval.results.blocks import PerK, ShotBlock, shot_key
 from audioeval.results.score_rows import ScoreRow, score_arrays, score_names
 from audioeval.results.scoring import HARNESS_SCORES
 from audioeval.results.stats import Aggregation, percentile_ci
@@ -66,7 +67,7 @@ def paired_drop(
 
 
 def robustness_rows(
-    tasks: list[Any], rows: dict[str, list[ScoreRow]], results: dict[str, Any], n_resamples: int, seed: int
+    tasks: list[Any], rows: dict[str, list[ScoreRow]], results: dict[str, PerK], n_resamples: int, seed: int
 ) -> list[dict[str, Any]]:
     """One row per (task, k, metric, condition), the clean condition first."""
     clean = {t.config.name: t for t in tasks if t.augment is None}
@@ -78,9 +79,9 @@ def robustness_rows(
         names = score_names(rows[base.name])
         for k in base.shots:
             clean_cols, _ = score_arrays(rows[base.name], k, names)
-            reported = results[base.name][f"{k}-shot"]
+            reported = results[base.name][shot_key(k)]
             for metric, agg in base.scorer.aggregations(list(clean_cols)).items():
-                if metric not in reported or not all(i in clean_cols for i in agg.inputs):
+                if metric not in reported.metrics or not all(i in clean_cols for i in agg.inputs):
                     continue
                 lower = lower_is_better(metric, base.config.higher_is_better)
                 common = {"task": base.name, "k": k, "metric": metric, "lower_is_better": lower}
@@ -93,18 +94,19 @@ def robustness_rows(
                             **common,
                             "condition": task.augment.name,
                             "level": _swept_level(task.augment),
-                            **_score(results[task.name][f"{k}-shot"], metric),
+                            **_score(results[task.name][shot_key(k)], metric),
                             **paired_drop(clean_cols, cols, agg, lower, n_resamples, draw_seed),
                         }
                     )
     return out
 
 
-def _score(block: dict[str, Any], metric: str) -> dict[str, Any]:
+def _score(block: ShotBlock, metric: str) -> dict[str, Any]:
+    stats = block.metrics[metric]
     return {
-        "value": block.get(metric),
-        "ci95": block.get(f"{metric}_ci95"),
-        "n": block.get("n", 0) - block.get(f"{metric}_missing", 0),
+        "value": stats.value,
+        "ci95": list(stats.ci95) if stats.ci95 is not None else None,
+        "n": block.scored(metric),
     }
 
 

@@ -42,7 +42,7 @@ def condition_groups(
         own = {name[: -len(suffix)]: s for name, s in summaries.items() if name.endswith(suffix)}
         for group, per_k in aggregate(group_names, own).items():
             for block in per_k.values():
-                block["subtasks"] = [condition.task_name(t) for t in block.get("subtasks", [])]
+                block.subtasks = [condition.task_name(t) for t in block.subtasks or []]
             out[condition.task_name(group)] = per_k
     return out
 

@@ -331,7 +331,7 @@ def _write(
         if plan.reports:  # benchmark reports lay out the clean run
             tasks = plan.clean_tasks
             context = ReportContext(
-                record.to_json(), run_dir, {t.name: rows[t.name] for t in tasks}, plan.registry, tasks
+                record, run_dir, {t.name: rows[t.name] for t in tasks}, plan.registry, tasks
             )
             record.reports = (record.reports or []) + run_reports(plan.reports, context)
         write_json(run_dir / "results.json", record.to_json())

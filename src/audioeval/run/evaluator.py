@@ -20,13 +20,15 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from tqdm.auto import tqdm
 
 from audioeval.errors import UsageError
 from audioeval.models.base import Model
 from audioeval.results.outputs import SampleLog
+from audioeval.results.sample_record import Judgments as SampleJudgments
+from audioeval.results.sample_record import SampleRecord, SpokenBlock
 from audioeval.results.score_rows import ScoreRow, facet_values
 from audioeval.results.scoring import Judgments, SampleToScore
 from audioeval.run.cache import ResponseStore
@@ -436,34 +438,30 @@ class TaskPipeline:
             facets=facet_values(done.sample_info["metadata"], self.task.config.facets),
         )
 
-    def _record(self, done: _Finished, result: dict[str, Any]) -> dict[str, Any]:
+    def _record(self, done: _Finished, result: dict[str, Any]) -> SampleRecord:
         response, described = done.response, done.described or {}
-        record = {
-            "task": self.task.name,
-            "episode": done.rid.episode,
-            "episode_id": done.sample_info.get("episode_id"),
-            "shots": done.rid.shots,
-            "metadata": done.sample_info["metadata"],
-            "request_key": described.get("request_key"),
-            "messages": described.get("messages"),
-            "gen_kwargs": described.get("gen_kwargs"),
-            "response": response.text,
-            "error": response.error,
-            "prediction": result["prediction"],
-            "target": done.target,
-            "parse_failure": result["parse_failure"],
-            "scores": result["scores"],
-            "audio_seconds": round(done.audio_seconds, 4),
-            "latency_s": round(response.latency_s, 6),
-            "cached": response.cached,
-        }
-        if response.info:
-            record["response_info"] = response.info
-        if done.spoken is not None:
-            record["spoken"] = done.spoken.block
-        if done.judgments is not None:
-            record["judgments"] = done.judgments
-        return record
+        return SampleRecord(
+            task=self.task.name,
+            episode=done.rid.episode,
+            episode_id=done.sample_info.get("episode_id"),
+            shots=done.rid.shots,
+            metadata=done.sample_info["metadata"],
+            request_key=described.get("request_key"),
+            messages=described.get("messages"),
+            gen_kwargs=described.get("gen_kwargs"),
+            response=response.text,
+            error=response.error,
+            prediction=result["prediction"],
+            target=done.target,
+            parse_failure=result["parse_failure"],
+            scores=result["scores"],
+            audio_seconds=round(done.audio_seconds, 4),
+            latency_s=round(response.latency_s, 6),
+            cached=response.cached,
+            response_info=response.info or None,
+            spoken=cast("SpokenBlock", done.spoken.block) if done.spoken is not None else None,
+            judgments=cast("SampleJudgments", done.judgments),
+        )
 
 
 def _drain(queue: asyncio.Queue[Any]) -> list[Any]:

@@ -105,7 +105,7 @@ def _say_untrusted_builders(runs: list[Any]) -> None:
     from audioeval.viewer.regenerate import builder_files
 
     for run in runs:
-        for task, path in builder_files((run.results or {}).get("configs")).items():
+        for task, path in builder_files(run.configs).items():
             print(
                 f"audioeval view: {run.path}: task {task}'s builder is the file {path} (code outside audioeval): "
                 "its audio is not rebuilt; pass --trust_builder_files to run it.",

@@ -14,6 +14,8 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
+from audioeval.results.blocks import PerK, shot_count
+from audioeval.results.record import RunRecord
 from audioeval.version import __version__
 from audioeval.viewer.run_folder import RunFolder
 
@@ -96,33 +98,27 @@ def _section(
     }
 
 
-def metric_names(per_k: dict[str, Any]) -> list[str]:
-    names: list[str] = []
-    for metrics in per_k.values():
-        for name, value in metrics.items():
-            if name.endswith(_AGGREGATE_SUFFIXES) or name in ("n", "errors") or name in names:
-                continue
-            if isinstance(value, int | float) and not isinstance(value, bool) or value is None:
-                names.append(name)
-    return names
+def metric_names(per_k: PerK) -> list[str]:
+    """The metrics of a task's or group's blocks, in the order they are reported."""
+    return list(dict.fromkeys(name for block in per_k.values() for name in block.metrics))
 
 
 def shot_of(key: str) -> int:
-    head = str(key).split("-")[0]
-    return int(head) if head.isdigit() else -1
+    k = shot_count(key)
+    return -1 if k is None else k
 
 
-def results_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
+def results_rows(record: RunRecord | None) -> list[dict[str, Any]]:
     """The results with their standard errors and 95% CIs, one row per (task or group, k, metric)."""
-    rows = []
-    for kind, block in (("task", results.get("results") or {}), ("group", results.get("groups") or {})):
-        for name, per_k in block.items():
+    rows: list[dict[str, Any]] = []
+    if record is None:
+        return rows
+    for kind, section in (("task", record.sections.results), ("group", record.sections.groups)):
+        for name, per_k in section.items():
             first = True
             for key in sorted(per_k, key=shot_of):
-                metrics = per_k[key]
-                for metric in metric_names({key: metrics}):
-                    ci = metrics.get(f"{metric}_ci95") or [None, None]
-                    n = metrics.get("n")
+                block = per_k[key]
+                for metric, stats in block.metrics.items():
                     rows.append(
                         {
                             "kind": kind,
@@ -130,10 +126,10 @@ def results_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
                             "first": first,
                             "k": shot_of(key),
                             "metric": metric,
-                            "value": metrics.get(metric),
-                            "stderr": metrics.get(f"{metric}_stderr"),
-                            "ci": ci if isinstance(ci, list) and len(ci) == 2 else [None, None],
-                            "n": None if n is None else n - (metrics.get(f"{metric}_missing") or 0),
+                            "value": stats.value,
+                            "stderr": stats.stderr,
+                            "ci": list(stats.ci95) if stats.ci95 else [None, None],
+                            "n": block.scored(metric),
                         }
                     )
                     first = False
@@ -163,12 +159,14 @@ def failures(run: RunFolder) -> dict[str, Any]:
             )
             entry["count"] += 1
         judge_failures.extend({"id": s["id"], "message": error} for error in s["judge_errors"])
-    timing = ((run.results or {}).get("timing") or {}).get("tasks") or {}
+    timing = (run.record.timing if run.record else {}).get("tasks") or {}
     for task, row in counted.items():
         if not run.has_samples:
             row.update(samples=None, parse_failures=None, judged=None, judge_failures=None)
             row["errors"] = (timing.get(task) or {}).get("errors")
-    judges = {k: v for k, v in ((run.results or {}).get("judges") or {}).items() if isinstance(v, dict)}
+    judges = {
+        k: v for k, v in ((run.record.judges if run.record else None) or {}).items() if isinstance(v, dict)
+    }
     return {
         "per_task": list(counted.values()),
         "messages": list(messages.values()),
@@ -179,15 +177,15 @@ def failures(run: RunFolder) -> dict[str, Any]:
 
 def settings(run: RunFolder) -> list[dict[str, Any]]:
     out = []
-    for task, block in ((run.results or {}).get("configs") or {}).items():
-        config = block.get("config") or {}
+    for task, block in run.configs.items():
+        config = block.config
         out.append(
             {
                 "task": task,
-                "version": block.get("version"),
-                "hash": str(block.get("hash") or "")[:12],
-                "shots": block.get("shots"),
-                "n_episodes": block.get("n_episodes"),
+                "version": block.version,
+                "hash": block.hash[:12],
+                "shots": block.shots,
+                "n_episodes": block.n_episodes,
                 "builder": config.get("builder"),
                 "builder_config": config.get("builder_config"),
                 "parameters": config.get("parameters") or {},
@@ -199,8 +197,7 @@ def settings(run: RunFolder) -> list[dict[str, Any]]:
 
 
 def version_notes(run: RunFolder) -> list[str]:
-    results = run.results or {}
-    made_with = (results.get("versions") or {}).get("audioeval")
+    made_with = run.record.versions.get("audioeval") if run.record else None
     notes = []
     if made_with and made_with != __version__:
         notes.append(
@@ -211,18 +208,18 @@ def version_notes(run: RunFolder) -> list[str]:
 
 
 def render(run: RunFolder, run_index: int, file_link: FileLink) -> str:
-    results = run.results or {}
+    record = run.record
     context = {
         "run": run,
         "run_index": run_index,
-        "results": results,
-        "model": results.get("model") or {},
+        "results": record or {},
+        "model": record.model if record else {},
         "sections": report_sections(run, file_link),
-        "rows": results_rows(results),
+        "rows": results_rows(record),
         "failures": failures(run),
         "settings": settings(run),
-        "timing": results.get("timing") or {},
-        "versions": results.get("versions") or {},
+        "timing": record.timing if record else {},
+        "versions": record.versions if record else {},
         "version_notes": version_notes(run),
         "viewer_version": __version__,
     }

@@ -25,6 +25,7 @@ from audioeval.augment.episode import recorded_episode
 from audioeval.data.builders import EpisodeBuilder, builder_names, make_builder
 from audioeval.data.stored_episodes import open_episodes
 from audioeval.errors import AudioEvalError
+from audioeval.results.record import TaskRecord
 from audioeval.types import AudioClip
 
 log = logging.getLogger("audioeval")
@@ -97,7 +98,7 @@ class TaskEpisodes:
     """The episodes of one task of one run, rebuilt on demand (the last few kept)."""
 
     def __init__(
-        self, task: str, recorded: dict[str, Any] | None, trust_builder_files: bool = False, keep: int = 48
+        self, task: str, recorded: TaskRecord | None, trust_builder_files: bool = False, keep: int = 48
     ) -> None:
         self.task = task
         self.recorded = recorded
@@ -117,13 +118,13 @@ class TaskEpisodes:
         return self._builder
 
     def _make_builder(self) -> EpisodeBuilder:
-        if not self.recorded or not isinstance(self.recorded.get("config"), dict):
+        if self.recorded is None:
             raise _Unavailable("the run did not record this task's configuration: it has no results.json")
-        config = self.recorded["config"]
+        config = self.recorded.config
         name = str(config.get("builder") or "")
         if name.endswith(".py"):
             # a builder given by file path: the run records where that file was
-            recorded_file = self.recorded.get("builder_file")
+            recorded_file = self.recorded.builder_file
             if not recorded_file or not Path(recorded_file).is_file():
                 where = recorded_file or "(not recorded by this run)"
                 raise _Unavailable(f"builder file {name} is not at {where}")
@@ -158,7 +159,8 @@ class TaskEpisodes:
             if builder is None:
                 return EpisodeClips([], None, self._problem)
             try:
-                episode = recorded_episode(builder, index, (self.recorded or {}).get("augment"))
+                augment = self.recorded.augment if self.recorded else None
+                episode = recorded_episode(builder, index, augment)
                 rebuilt = EpisodeClips(episode_clips(episode), episode.get("metadata"))
             except Exception as err:  # noqa: BLE001 - any builder failure is shown on the sample, not raised
                 rebuilt = EpisodeClips([], None, f"cannot be regenerated ({_one_line(err)})")
@@ -175,21 +177,20 @@ def untrusted_builder_note(path: str) -> str:
     )
 
 
-def builder_files(configs: dict[str, Any] | None) -> dict[str, str]:
+def builder_files(configs: dict[str, TaskRecord]) -> dict[str, str]:
     """task -> the builder file its run recorded, for the tasks whose builder is code outside audioeval."""
     out: dict[str, str] = {}
-    for task, block in (configs or {}).items():
-        config = block.get("config") if isinstance(block, dict) else None
-        if isinstance(config, dict) and str(config.get("builder") or "").endswith(".py"):
-            out[str(task)] = str(block.get("builder_file") or config["builder"])
+    for task, block in configs.items():
+        if str(block.config.get("builder") or "").endswith(".py"):
+            out[task] = block.builder_file or str(block.config["builder"])
     return out
 
 
 class RunAudio:
     """Every task's episodes of one run."""
 
-    def __init__(self, configs: dict[str, Any] | None, trust_builder_files: bool = False) -> None:
-        self._configs = configs or {}
+    def __init__(self, configs: dict[str, TaskRecord], trust_builder_files: bool = False) -> None:
+        self._configs = configs
         self._trust = trust_builder_files
         self._tasks: dict[str, TaskEpisodes] = {}
         self._lock = threading.Lock()

@@ -14,13 +14,12 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from audioeval.errors import DataError, UsageError
-from audioeval.viewer.samples import json_kind, record_problem, summarise
+from audioeval.errors import DataError
+from audioeval.results.record import RunRecord, TaskRecord
+from audioeval.results.run_files import inside, read_run, sample_from_json, sample_lines
+from audioeval.results.sample_record import SampleRecord
+from audioeval.viewer.samples import summarise
 
-RESULTS = "results.json"
-# Left in the folder while a run is in progress and by a run that did not finish (killed, interrupted, failed).
-INCOMPLETE = "INCOMPLETE"
-_SAMPLE_FILE = re.compile(r"^samples_(?P<task>[A-Za-z0-9_.\-]+?)(?:\.rank(?P<rank>\d+)\.partial)?\.jsonl$")
 # Report outputs the overview links to or shows; anything else in the folder is never served.
 _SPOKEN_SHA = re.compile(r"^[0-9a-f]{64}$")  # a spoken answer's audio file: spoken/<sha256>.wav
 SERVABLE_SUFFIXES = (".png", ".svg", ".jpg", ".jpeg", ".md", ".json", ".csv", ".txt")
@@ -44,11 +43,11 @@ class _Where:
 
 
 class RunFolder:
-    """One run: its results (None for a run that did not finish), sample summaries and report files."""
+    """One run: its record (None for a run that did not finish), sample summaries and report files."""
 
-    def __init__(self, path: Path, results: dict[str, Any] | None, incomplete: str | None) -> None:
+    def __init__(self, path: Path, record: RunRecord | None, incomplete: str | None) -> None:
         self.path = path
-        self.results = results
+        self.record = record
         self.incomplete = incomplete
         self.summaries: list[dict[str, Any]] = []
         self._where: dict[SampleKey, _Where] = {}
@@ -57,57 +56,22 @@ class RunFolder:
     # --- opening ----------------------------------------------------------------------------------------
     @classmethod
     def open(cls, path: str | Path) -> RunFolder:
-        folder = Path(path).expanduser()
-        if not folder.exists():
-            raise UsageError(
-                f"{folder}: no such folder. Give a run folder (OUTPUT_PATH/<model>/<timestamp>)."
-            )
-        if not folder.is_dir():
-            raise UsageError(f"{folder}: not a folder. Give a run folder (OUTPUT_PATH/<model>/<timestamp>).")
-        folder = folder.resolve()
-        results_path = folder / RESULTS
-        marker = folder / INCOMPLETE
-        sample_files = _sample_files(folder)
-        if not results_path.is_file() and not marker.is_file():
-            raise UsageError(_not_a_run_message(folder))
-        for path in [results_path, *(p for files in sample_files.values() for p in files)]:
-            if path.is_file():
-                _refuse_links_out(folder, path)
-        results = _read_results(results_path) if results_path.is_file() else None
-        incomplete = (
-            marker.read_text(encoding="utf-8", errors="replace").strip() if marker.is_file() else None
-        )
-        run = cls(folder, results, incomplete)
-        for task, files in sample_files.items():
-            run._index(task, files)
+        files = read_run(path)
+        run = cls(files.path, files.record, files.incomplete)
+        for paths in files.sample_files.values():
+            run._index(paths)
         order = {t: i for i, t in enumerate(run.tasks)}
         run.summaries.sort(key=lambda s: (order.get(s["task"], len(order)), s["episode"], s["k"]))
         return run
 
-    def _index(self, task: str, files: list[Path]) -> None:
+    def _index(self, files: list[Path]) -> None:
         for path in files:
-            partial = path.name.endswith(".partial.jsonl")
-            with path.open("rb") as fh:
-                offset = 0
-                for number, line in enumerate(fh, start=1):
-                    start, offset = offset, offset + len(line)
-                    if not line.strip():
-                        continue
-                    try:
-                        record = json.loads(line)
-                        key = SampleKey(str(record["task"]), int(record["episode"]), int(record["shots"]))
-                    except (ValueError, KeyError, TypeError) as err:
-                        if partial and not line.endswith(b"\n"):
-                            break  # the last line of a killed run's log, cut mid-write
-                        raise DataError(
-                            f"{path}:{number}: not a sample record ({type(err).__name__}: {err}). Sample logs hold "
-                            "one JSON object per line with task, episode and shots."
-                        ) from err
-                    _check_record(record, path, number)
-                    if key in self._where:
-                        continue
-                    self._where[key] = _Where(path, start, number)
-                    self.summaries.append(summarise(record))
+            for number, offset, record in sample_lines(path):
+                key = SampleKey(record.task, record.episode, record.shots)
+                if key in self._where:
+                    continue
+                self._where[key] = _Where(path, offset, number)
+                self.summaries.append(summarise(record))
 
     def keep(self, wanted: Callable[[dict[str, Any]], bool]) -> None:
         """Keep only the samples whose summary `wanted` accepts (an export of part of a run)."""
@@ -125,27 +89,26 @@ class RunFolder:
     @cached_property
     def tasks(self) -> list[str]:
         """Tasks in the order the run evaluated them, then any that only have sample logs."""
-        names = list((self.results or {}).get("configs") or {})
+        names = list(self.configs)
         for key in sorted(self._where):
             if key.task not in names:
                 names.append(key.task)
         return names
 
     @property
+    def configs(self) -> dict[str, TaskRecord]:
+        return self.record.configs if self.record else {}
+
+    @property
     def model(self) -> str:
-        model = (self.results or {}).get("model") or {}
-        args = model.get("model_args") or {}
-        for key in ("pretrained", "model", "asr"):
-            if args.get(key):
-                return f"{model.get('name')} ({Path(str(args[key])).name})"
-        return str(model.get("name") or self.path.parent.name)
+        return self.record.model.label if self.record else self.path.parent.name
 
     @property
     def label(self) -> str:
         return f"{self.model} · {self.path.name}"
 
-    def task_config(self, task: str) -> dict[str, Any] | None:
-        return ((self.results or {}).get("configs") or {}).get(task)
+    def task_config(self, task: str) -> TaskRecord | None:
+        return self.configs.get(task)
 
     def logged(self, task: str, episode: int) -> bool:
         """Whether the sample logs hold some k of this episode."""
@@ -153,7 +116,7 @@ class RunFolder:
             task, {k.episode for k in self._where if k.task == task}
         )
 
-    def record(self, key: SampleKey) -> dict[str, Any] | None:
+    def sample(self, key: SampleKey) -> SampleRecord | None:
         where = self._where.get(key)
         if where is None:
             return None
@@ -161,14 +124,13 @@ class RunFolder:
             fh.seek(where.offset)
             line = fh.readline()
         try:
-            record = json.loads(line)
+            data = json.loads(line)
         except ValueError as err:
             raise DataError(
                 f"{where.path}:{where.line}: the sample log changed since the viewer opened it ({err}). Restart "
                 "`audioeval view` to read it again."
             ) from err
-        _check_record(record, where.path, where.line)
-        return record
+        return sample_from_json(data, where.path, where.line)
 
     def spoken_file(self, sha256: str) -> Path | None:
         """A spoken answer's audio, `spoken/<sha256>.wav` in the run folder; None when it is not there."""
@@ -198,90 +160,8 @@ class RunFolder:
     def report_files(self) -> list[Path]:
         """The files the run's reports wrote (as listed in results.json), that are still in the folder."""
         out: list[Path] = []
-        for listed in (self.results or {}).get("reports") or []:
+        for listed in (self.record.reports if self.record else None) or []:
             path = self.file(Path(str(listed)).name)
             if path is not None and path not in out:
                 out.append(path)
         return out
-
-
-def _check_record(record: Any, path: Path, line: int) -> None:
-    problem = record_problem(record)
-    if problem is not None:
-        raise DataError(
-            f"{path}:{line}: {problem}; the sample log is damaged or not written by audioeval. Rerun the command "
-            "with --log_samples to write it again (answers come from the response cache)."
-        )
-
-
-def _sample_files(folder: Path) -> dict[str, list[Path]]:
-    """samples_<task>.jsonl per task; for a task without one, its per-rank partial files."""
-    final: dict[str, list[Path]] = {}
-    partial: dict[str, list[Path]] = {}
-    for path in sorted(folder.iterdir()):
-        match = _SAMPLE_FILE.match(path.name)
-        if match and path.is_file():
-            (partial if match["rank"] is not None else final).setdefault(match["task"], []).append(path)
-    return {**partial, **final}
-
-
-def _read_results(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise DataError(f"{path}:{err.lineno}: not valid JSON ({err.msg}).") from err
-    if not isinstance(data, dict) or "results" not in data:
-        raise DataError(f"{path}: not an audioeval results file (no `results` key).")
-    for key, kind in _RESULTS_SHAPE.items():
-        value = data.get(key)
-        if value is not None and not isinstance(value, kind):
-            raise DataError(
-                f"{path}: `{key}` is {json_kind(value)}, not {json_kind(kind())}: the file is damaged or not written by "
-                "audioeval. Rerun the command that made it (answers come from the response cache)."
-            )
-    for task, entry in (data.get("configs") or {}).items():
-        if not isinstance(entry, dict) or not isinstance(entry.get("config", {}), dict):
-            raise DataError(f"{path}: `configs.{task}` is damaged (not an object with a `config` object).")
-    return data
-
-
-# The fields of results.json the viewer reads, and what each must be.
-_RESULTS_SHAPE: dict[str, type] = {
-    "results": dict,
-    "groups": dict,
-    "configs": dict,
-    "model": dict,
-    "timing": dict,
-    "versions": dict,
-    "reports": list,
-}
-
-
-def inside(folder: Path, path: Path) -> bool:
-    """Whether `path`, links followed, is in `folder` itself (a link in a run folder may lead anywhere)."""
-    try:
-        return path.resolve(strict=True).parent == folder
-    except (OSError, RuntimeError):
-        return False
-
-
-def _refuse_links_out(folder: Path, path: Path) -> None:
-    if not inside(folder, path):
-        raise DataError(
-            f"{path}: a link leading out of the run folder ({path.resolve()}). The viewer reads only the files of "
-            "the run folder itself; copy the file in if it belongs to the run."
-        )
-
-
-def _not_a_run_message(folder: Path) -> str:
-    runs = sorted(p.parent for p in folder.glob("*/results.json")) + sorted(
-        p.parent for p in folder.glob("*/*/results.json")
-    )
-    message = (
-        f"{folder} is not an audioeval run folder: it has no {RESULTS}. Give the folder a run prints after "
-        "`results:`, i.e. OUTPUT_PATH/<model>/<timestamp>."
-    )
-    if runs:
-        shown = ", ".join(str(r) for r in runs[:5]) + (" ..." if len(runs) > 5 else "")
-        message += f" Run folders under it: {shown}."
-    return message

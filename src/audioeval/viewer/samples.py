@@ -9,31 +9,8 @@ import math
 import re
 from typing import Any
 
-# Record fields the detail view lays out itself; any other field is listed under "other fields".
-KNOWN_FIELDS = frozenset(
-    {
-        "task",
-        "episode",
-        "episode_id",
-        "shots",
-        "metadata",
-        "request_key",
-        "messages",
-        "gen_kwargs",
-        "response",
-        "error",
-        "prediction",
-        "target",
-        "parse_failure",
-        "scores",
-        "audio_seconds",
-        "latency_s",
-        "cached",
-        "response_info",
-        "judgments",
-        "spoken",
-    }
-)
+from audioeval.results.sample_record import SampleRecord
+
 SHORT_TEXT = 160  # characters of response/prediction/target kept in the list
 FACET_TEXT = 80  # longer metadata strings are prose, not facets
 
@@ -57,23 +34,21 @@ def numeric_scores(scores: Any) -> dict[str, float | None]:
     return out
 
 
-def verdicts(record: dict[str, Any]) -> list[dict[str, Any]]:
+def verdicts(record: SampleRecord) -> list[dict[str, Any]]:
     """One row per (judge role, judge): the verdict value (None = judge failure), the value of each order
     for position-swapped judging, the judge's raw replies and the error."""
     rows = []
-    for role, by_judge in (record.get("judgments") or {}).items():
-        for judge, verdict in (by_judge or {}).items():
-            verdict = verdict if isinstance(verdict, dict) else {"value": verdict}
-            raw = verdict.get("raw")
+    for role, by_judge in (record.judgments or {}).items():
+        for judge, verdict in by_judge.items():
             rows.append(
                 {
                     "role": role,
                     "judge": judge,
-                    "value": verdict.get("value"),
-                    "values": verdict.get("values"),
-                    "raw": raw if isinstance(raw, list) else ([] if raw is None else [raw]),
-                    "error": verdict.get("error"),
-                    "failed": verdict.get("value") is None,
+                    "value": verdict["value"],
+                    "values": verdict["values"],
+                    "raw": verdict["raw"],
+                    "error": verdict["error"],
+                    "failed": verdict["value"] is None,
                 }
             )
     return rows
@@ -95,64 +70,22 @@ def flat_facts(metadata: Any, prefix: str = "", depth: int = 0) -> dict[str, Any
     return out
 
 
-# The fields whose shape the pages rely on, and what each must be when present.
-_RECORD_SHAPE: dict[str, tuple[type, ...]] = {
-    "task": (str,),
-    "messages": (list,),
-    "scores": (dict,),
-    "judgments": (dict,),
-    "gen_kwargs": (dict,),
-}
-
-
-def json_kind(value: Any) -> str:
-    """What a JSON value is, in JSON's words."""
-    if isinstance(value, bool):
-        return "true/false"
-    kinds = {dict: "an object", list: "a list", str: "a string", int: "a number", float: "a number"}
-    return "null" if value is None else kinds.get(type(value), f"a {type(value).__name__}")
-
-
-def record_problem(record: Any) -> str | None:
-    """What is wrong with the shape of a sample record, or None: a record is shown only when every field the
-    pages lay out has the shape audioeval writes (a damaged line is named, never a crash)."""
-    if not isinstance(record, dict):
-        return f"a sample record is a JSON object, not {json_kind(record)}"
-    for key, kinds in _RECORD_SHAPE.items():
-        value = record.get(key)
-        if value is not None and not isinstance(value, kinds):
-            return f"`{key}` is {json_kind(value)}, not {json_kind(kinds[0]())}"
-    for i, message in enumerate(record.get("messages") or []):
-        if not isinstance(message, dict):
-            return f"`messages[{i}]` is {json_kind(message)}, not an object"
-        content = message.get("content")
-        if content is not None and not isinstance(content, list):
-            return f"`messages[{i}].content` is {json_kind(content)}, not a list"
-        for j, part in enumerate(content or []):
-            if not isinstance(part, dict):
-                return f"`messages[{i}].content[{j}]` is {json_kind(part)}, not an object"
-    for role, by_judge in (record.get("judgments") or {}).items():
-        if by_judge is not None and not isinstance(by_judge, dict):
-            return f"`judgments.{role}` is {json_kind(by_judge)}, not an object"
-    return None
-
-
-def summarise(record: dict[str, Any]) -> dict[str, Any]:
+def summarise(record: SampleRecord) -> dict[str, Any]:
     """What the sample list shows and filters on."""
     rows = verdicts(record)
     return {
-        "id": f"{record['task']}/{record['episode']}/{record['shots']}",
-        "task": record["task"],
-        "episode": int(record["episode"]),
-        "k": int(record["shots"]),
-        "episode_id": record.get("episode_id"),
-        "response": _short(record.get("response")),
-        "prediction": _short(record.get("prediction")),
-        "target": _short(record.get("target")),
-        "scores": numeric_scores(record.get("scores")),
-        "parse_failure": bool(record.get("parse_failure")),
-        "error": record.get("error") is not None or record.get("response") is None,
-        "error_message": _short(record.get("error")),
+        "id": f"{record.task}/{record.episode}/{record.shots}",
+        "task": record.task,
+        "episode": record.episode,
+        "k": record.shots,
+        "episode_id": record.episode_id,
+        "response": _short(record.response),
+        "prediction": _short(record.prediction),
+        "target": _short(record.target),
+        "scores": numeric_scores(record.scores),
+        "parse_failure": record.parse_failure,
+        "error": record.failed,
+        "error_message": _short(record.error),
         "judged": bool(rows),
         "judge_failure": any(r["failed"] for r in rows),
         "judge_errors": [
@@ -160,9 +93,9 @@ def summarise(record: dict[str, Any]) -> dict[str, Any]:
             for r in rows
             if r["failed"]
         ],
-        "cached": bool(record.get("cached")),
-        "latency_s": record.get("latency_s"),
-        "facts": flat_facts(record.get("metadata")),
+        "cached": record.cached,
+        "latency_s": record.latency_s,
+        "facts": flat_facts(record.metadata),
     }
 
 
@@ -198,29 +131,24 @@ def facets(summaries: list[dict[str, Any]], max_values: int = 40) -> dict[str, l
     return out
 
 
-def spoken_answer(record: dict[str, Any], url: str | None) -> dict[str, Any] | None:
+def spoken_answer(record: SampleRecord, url: str | None) -> dict[str, Any] | None:
     """A spoken answer as the detail view shows it: where its audio plays from (None: the file is not in
     the run folder), both texts, which was scored and by which ASR, and the timings."""
-    block = record.get("spoken")
-    if not isinstance(block, dict):
+    block = record.spoken
+    if block is None:
         return None
-    audio = block.get("audio")
-    audio = audio if isinstance(audio, dict) else {}
+    audio = block["audio"]
     return {
         "url": url,
-        "sha256": audio.get("sha256"),
-        "seconds": audio.get("seconds"),
-        "sampling_rate": audio.get("sampling_rate"),
-        "transcript": block.get("transcript"),
-        "asr_text": block.get("asr_text"),
-        "asr_error": block.get("asr_error"),
-        "asr": block.get("asr"),
-        "scored": block.get("scored"),
-        "time_to_first_audio_s": block.get("time_to_first_audio_s"),
-        "generation_s": block.get("generation_s"),
-        "real_time_factor": block.get("real_time_factor"),
+        "sha256": audio["sha256"],
+        "seconds": audio["seconds"],
+        "sampling_rate": audio["sampling_rate"],
+        "transcript": block["transcript"],
+        "asr_text": block["asr_text"],
+        "asr_error": block["asr_error"],
+        "asr": block["asr"],
+        "scored": block["scored"],
+        "time_to_first_audio_s": block["time_to_first_audio_s"],
+        "generation_s": block["generation_s"],
+        "real_time_factor": block["real_time_factor"],
     }
-
-
-def extra_fields(record: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in record.items() if k not in KNOWN_FIELDS}

@@ -17,10 +17,11 @@ import re
 from typing import Any, Protocol
 from urllib.parse import quote
 
+from audioeval.results.sample_record import LoggedAudio, LoggedText, SampleRecord
 from audioeval.viewer import overview
 from audioeval.viewer.regenerate import SHA_DIFFERS, EpisodeClips, RebuiltClip, RunAudio
 from audioeval.viewer.run_folder import RunFolder, SampleKey
-from audioeval.viewer.samples import extra_fields, facets, spoken_answer, verdicts
+from audioeval.viewer.samples import facets, spoken_answer, verdicts
 
 # Per-sample scores that count failures, or are parts of a ratio, rather than measure the answer: never the
 # default outcome score or plotted metric.
@@ -55,7 +56,7 @@ class Site:
     def __init__(self, runs: list[RunFolder], links: Links, trust_builder_files: bool = False) -> None:
         self.runs = runs
         self.links = links
-        self.audio = [RunAudio((run.results or {}).get("configs"), trust_builder_files) for run in runs]
+        self.audio = [RunAudio(run.configs, trust_builder_files) for run in runs]
 
     def get(self, path: str) -> Any | None:
         """The payload at `path`, or None when there is none."""
@@ -113,7 +114,7 @@ class Site:
             "facets": found,
             "scores": {t: self.outcome_scores(run, t) for t in run.tasks},
             "higher_is_better": {
-                t: ((run.task_config(t) or {}).get("config") or {}).get("higher_is_better") or {}
+                t: (config.config.get("higher_is_better") if (config := run.task_config(t)) else None) or {}
                 for t in run.tasks
             },
             "samples": rows,
@@ -127,63 +128,58 @@ class Site:
         for s in run.summaries:
             if s["task"] == task:
                 logged.extend(n for n in s["scores"] if n not in logged)
-        reported = overview.metric_names(((run.results or {}).get("results") or {}).get(task) or {})
+        reported = overview.metric_names(run.record.sections.results.get(task) or {}) if run.record else []
         ordered = [n for n in reported if n in logged] + [n for n in logged if n not in reported]
         return sorted(ordered, key=is_failure_score)  # stable: keeps the order within each kind
 
     def sample(self, i: int, key: SampleKey) -> dict[str, Any] | None:
         run = self.runs[i]
-        record = run.record(key)
+        record = run.sample(key)
         if record is None:
             return None
-        logged_audio = any(
-            p.get("type") == "audio" for m in record.get("messages") or [] for p in m.get("content") or []
-        )
+        logged_audio = any(p["type"] == "audio" for m in record.messages or [] for p in m["content"])
         rebuilt = self.audio[i].episode(key.task, key.episode) if logged_audio else None
         placed = rebuilt.placed(key.k) if rebuilt is not None else {}
-        messages = [
-            {
-                "role": m.get("role"),
-                "parts": [self._part(i, key, p, rebuilt, placed) for p in m.get("content") or []],
-            }
-            for m in record.get("messages") or []
+        messages: list[dict[str, Any]] = [
+            {"role": m["role"], "parts": [self._part(i, key, p, rebuilt, placed) for p in m["content"]]}
+            for m in record.messages or []
         ]
         clips = [p for m in messages for p in m["parts"] if p["type"] == "audio"]
-        metadata = record.get("metadata")
+        metadata = record.metadata
         return {
             "run": i,
             "id": str(key),
             "task": key.task,
             "episode": key.episode,
             "k": key.k,
-            "episode_id": record.get("episode_id"),
+            "episode_id": record.episode_id,
             "messages": messages,
             "audio": {
                 "clips": len(clips),
                 "playable": sum(p["status"] == "ok" for p in clips),
                 "problem": rebuilt.problem if rebuilt is not None else None,
             },
-            "response": record.get("response"),
+            "response": record.response,
             "spoken": self._spoken(i, run, record),
-            "error": record.get("error"),
-            "prediction": record.get("prediction"),
-            "target": record.get("target"),
-            "parse_failure": bool(record.get("parse_failure")),
-            "scores": record.get("scores") or {},
+            "error": record.error,
+            "prediction": record.prediction,
+            "target": record.target,
+            "parse_failure": record.parse_failure,
+            "scores": record.scores,
             "verdicts": verdicts(record),
-            "latency_s": record.get("latency_s"),
-            "cached": record.get("cached"),
-            "audio_seconds": record.get("audio_seconds"),
-            "gen_kwargs": record.get("gen_kwargs"),
-            "request_key": record.get("request_key"),
-            "response_info": record.get("response_info"),
+            "latency_s": record.latency_s,
+            "cached": record.cached,
+            "audio_seconds": record.audio_seconds,
+            "gen_kwargs": record.gen_kwargs,
+            "request_key": record.request_key,
+            "response_info": record.response_info,
             "metadata": metadata if metadata is not None else (rebuilt.metadata if rebuilt else None),
             "metadata_source": "sample log" if metadata is not None else "rebuilt episode",
-            "other": extra_fields(record),
+            "other": record.extra,
         }
 
-    def _spoken(self, i: int, run: RunFolder, record: dict[str, Any]) -> dict[str, Any] | None:
-        sha = str(((record.get("spoken") or {}).get("audio") or {}).get("sha256") or "")
+    def _spoken(self, i: int, run: RunFolder, record: SampleRecord) -> dict[str, Any] | None:
+        sha = record.spoken["audio"]["sha256"] if record.spoken else ""
         url = self.links.spoken(i, sha) if sha and run.spoken_file(sha) is not None else None
         return spoken_answer(record, url)
 
@@ -191,20 +187,18 @@ class Site:
         self,
         i: int,
         key: SampleKey,
-        part: dict[str, Any],
+        part: LoggedText | LoggedAudio,
         rebuilt: EpisodeClips | None,
         placed: dict[str, list[RebuiltClip]],
     ) -> dict[str, Any]:
-        if part.get("type") == "text":
-            return {"type": "text", "text": str(part.get("text") or "")}
-        if part.get("type") != "audio":
-            return {"type": "other", "text": str(part)}
-        sha = str(part.get("sha256") or "")
+        if part["type"] == "text":
+            return {"type": "text", "text": part["text"]}
+        sha = part["sha256"]
         out: dict[str, Any] = {
             "type": "audio",
             "sha256": sha,
-            "seconds": part.get("seconds"),
-            "sampling_rate": part.get("sampling_rate"),
+            "seconds": part["seconds"],
+            "sampling_rate": part["sampling_rate"],
             "url": None,
         }
         candidates = placed.get(sha) or []
@@ -231,12 +225,13 @@ class Site:
         """Each task's and group's metrics per k for every run: the data of the shot-scaling plots."""
         series: dict[tuple[str, str], dict[str, Any]] = {}
         for i, run in enumerate(self.runs):
-            results = run.results or {}
-            for kind, block in (
-                ("task", results.get("results") or {}),
-                ("group", results.get("groups") or {}),
+            if run.record is None:
+                continue
+            for kind, section in (
+                ("task", run.record.sections.results),
+                ("group", run.record.sections.groups),
             ):
-                for name, per_k in block.items():
+                for name, per_k in section.items():
                     entry = series.setdefault(
                         (kind, name), {"name": name, "kind": kind, "metrics": [], "points": {}}
                     )
@@ -245,11 +240,12 @@ class Site:
                             entry["metrics"].append(metric)
                         points = entry["points"].setdefault(metric, {}).setdefault(str(i), [])
                         for shot_key in sorted(per_k, key=overview.shot_of):
-                            m = per_k[shot_key]
-                            if m.get(metric) is None:
+                            block = per_k[shot_key]
+                            value = block.value(metric)
+                            if value is None:
                                 continue
-                            ci = m.get(f"{metric}_ci95") or [None, None]
-                            points.append([overview.shot_of(shot_key), m[metric], ci[0], ci[1], m.get("n")])
+                            low, high = block.metrics[metric].ci95 or (None, None)
+                            points.append([overview.shot_of(shot_key), value, low, high, block.n])
         out = []
         for entry in series.values():
             entry["metrics"].sort(key=is_failure_score)

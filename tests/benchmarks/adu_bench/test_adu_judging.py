@@ -4,7 +4,6 @@ judges, the correctness template for pause/intonation items, and every way a jud
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -231,7 +230,7 @@ def test_judge_failures_are_reported_and_excluded_never_zero(
     assert "## Judge endpoints" in endpoints and row in endpoints
     if fails:
         assert metrics["judge_failure_rate"] == 1.0 and metrics["judge_failure_rate@judge-a"] == 1.0
-        assert metrics["score_missing"] == 2 and math.isnan(metrics["score"])  # excluded, not scored 0
+        assert metrics["score_missing"] == 2 and metrics["score"] is None  # excluded, not scored 0
         report = (Path(out["run_dir"]) / "adu_bench_report.md").read_text()
         assert f"| ADU-General | 2 | 0 | 0 | judge-a | 2 | {2 if out_of_range else 0} |" in report
         assert "0/2" not in report
@@ -317,7 +316,7 @@ def test_without_a_judge_scores_are_missing_and_the_report_says_why(tmp_path: Pa
         out = run(server, tmp_path, limit="2", judges=[])
         assert not judge_requests(server)
     metrics = out["results"]["adu_general"]["0-shot"]
-    assert math.isnan(metrics["score"]) and metrics["score_missing"] == 2
+    assert metrics["score"] is None and metrics["score_missing"] == 2
     report = (Path(out["run_dir"]) / "adu_bench_report.md").read_text()
     assert "No judge was configured (pass --judge)" in report
 

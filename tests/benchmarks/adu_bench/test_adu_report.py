@@ -21,6 +21,8 @@ from audioeval.results.aggregate import (
     aggregate_groups,
     aggregate_task,
 )
+from audioeval.results.blocks import ShotBlock
+from audioeval.results.record import ModelRecord, RunRecord, Sections, TaskRecord
 from audioeval.results.score_rows import ScoreRow
 from audioeval.results.scoring import TaskScorer, load_metric
 from audioeval.results.stats import MetricSummary
@@ -72,29 +74,37 @@ def dataset_mean(items: list[Item], key: str = "score") -> MetricSummary:
     return summaries[0][key]
 
 
-def results_json(items: list[Item], n_resamples: int = 0, variation=None, judges=("J",)) -> dict[str, Any]:
-    """results.json of a run over these items (one task per dataset, the adu_bench group), as the core
-    writes it."""
-    out: dict[str, Any] = {"results": {}, "facets": {}, "configs": {}, "judges": dict.fromkeys(judges, {})}
+def run_record(sections: Sections, tasks: list[str], judges=("J",)) -> RunRecord:
+    """The record of a run of these tasks with these numbers (the rest as a plain run has it)."""
+    configs = {
+        t: TaskRecord("h", 0, [0], 1, "", {"metadata": dict(REGISTRY.tasks[t].metadata)}) for t in tasks
+    }
+    return RunRecord(
+        sections, configs, ModelRecord("m", {}, {}, 1), dict.fromkeys(judges, {}), None, 0, None, {}, None,
+        0, 1, {}, None, "", {}, [], [], [],
+    )  # fmt: skip
+
+
+def results_json(items: list[Item], n_resamples: int = 0, variation=None, judges=("J",)) -> RunRecord:
+    """The record of a run over these items (one task per dataset, the adu_bench group), as the core
+    makes it."""
+    out = Sections()
     task_summaries, facet_summaries, all_rows = {}, {}, {}
     for ds in dict.fromkeys(i[0] for i in items):
         task = f"adu_{ds}"
         mine = [(n, i) for n, i in enumerate(items) if i[0] == ds]
         rows = _rows([i for _, i in mine], [variation[n] for n, _ in mine] if variation else None)
         all_rows[task] = rows
-        out["results"][task], task_summaries[task] = aggregate_task(
-            task, [0], rows, _scorer(ds), n_resamples, 0
-        )
+        out.results[task], task_summaries[task] = aggregate_task(task, [0], rows, _scorer(ds), n_resamples, 0)
         facets = REGISTRY.tasks[task].facets
-        out["facets"][task], facet_summaries[task] = aggregate_facets(
+        out.facets[task], facet_summaries[task] = aggregate_facets(
             task, [0], rows, _scorer(ds), facets, n_resamples, 0
         )
-        out["configs"][task] = {"config": {"metadata": dict(REGISTRY.tasks[task].metadata)}}
-    out["groups"] = aggregate_groups(REGISTRY, ["adu_bench"], task_summaries)
-    out["facets"].update(
+    out.groups = aggregate_groups(REGISTRY, ["adu_bench"], task_summaries)
+    out.facets.update(
         aggregate_group_facets(REGISTRY, ["adu_bench"], facet_summaries, all_rows, n_resamples, 0)
     )
-    return out
+    return run_record(out, list(out.results), judges)
 
 
 def items_with_domain_means(ds: str, means: list[float], sizes: dict[str, int]) -> list[Item]:
@@ -133,7 +143,7 @@ def test_the_average_of_the_four_datasets_reproduces_table_9():
     ]
     results = results_json(items, judges=())
     # the paper printed 7.59, the mean of its rounded dataset means ((8.33 + 8.54 + 8.04 + 5.43) / 4 = 7.585)
-    assert results["groups"]["adu_bench"]["0-shot"]["score"] == pytest.approx(7.584, abs=1e-3)
+    assert results.sections.groups["adu_bench"]["0-shot"].value("score") == pytest.approx(7.584, abs=1e-3)
     assert summarise(results)["average"]["mean"] == pytest.approx(7.584, abs=1e-3)
 
 
@@ -262,12 +272,8 @@ def test_counts_are_exact_on_the_full_dataset_sizes():
         "empty_response_rate": empty / n,
         "n": n,
     }
-    results = {
-        "results": {"adu_general": {"0-shot": block}},
-        "configs": {"adu_general": {"config": {"metadata": {"adu_bench": {"dataset": "general"}}}}},
-        "judges": {"J": {}},
-    }
-    summary = summarise(results)["datasets"]["general"]
+    sections = Sections(results={"adu_general": {"0-shot": ShotBlock.from_json(block)}})
+    summary = summarise(run_record(sections, ["adu_general"]))["datasets"]["general"]
     judge = summary["judges"]["J"]
     assert (judge["judged"], judge["failures"], judge["out_of_range"]) == (n, failed, 3)
     assert summary["empty_responses"] == empty and judge["score"]["n"] == n - failed

@@ -3,7 +3,7 @@ one row per judge), Figure 2 and Tables 11-22 (per domain, both orders and each 
 Figure 3(c) (each judge's two orders and its position bias), with 95% bootstrap CIs, the n behind every
 number, and counts of empty responses, model errors and judge failures (out-of-range verdicts among them).
 
-It only formats results.json. Each ADU-Bench task (found by its `metadata: {adu_bench: {dataset: ...}}`)
+It only formats the run's record (results.json, typed). Each ADU-Bench task (found by its `metadata: {adu_bench: {dataset: ...}}`)
 is one dataset: its means are `results[task]` (the paper's arithmetic is the task's declared
 `stratified_mean` over domains, `audioeval.benchmarks.adu_bench.domains.domain_weight`), its domains are the task's `domain`
 facet, Table 2's Average is the `adu_bench` group (`score` and `score@<judge>`), and the variation breakdown
@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,8 @@ from typing import Any
 from audioeval.benchmarks.adu_bench.domains import DATASETS, DOMAINS
 from audioeval.benchmarks.adu_bench.report_text import markdown, table2
 from audioeval.errors import UsageError
+from audioeval.results.blocks import FacetBlocks, PerK, ShotBlock
+from audioeval.results.record import RunRecord
 from audioeval.results.reports import ReportContext, benchmark_tasks, register
 
 log = logging.getLogger("audioeval")
@@ -53,14 +54,14 @@ ORDER_COLUMNS = {
     "resp_first": "score_resp_first",
     "position_bias": "position_bias",
 }
-Block = dict[str, Any]  # one `<k>-shot` block of results.json (a task's, a group's or a facet value's)
+Block = ShotBlock  # one `<k>-shot` block of results.json (a task's, a group's or a facet value's)
 
 
-def _num(x: Any) -> float | None:
-    return None if x is None or (isinstance(x, float) and math.isnan(x)) else round(float(x), 4)
+def _num(x: float | None) -> float | None:
+    return None if x is None else round(float(x), 4)
 
 
-def _shot_block(per_k: dict[str, Any] | None) -> Block | None:
+def _shot_block(per_k: PerK | None) -> Block | None:
     """ADU-Bench is zero-shot: the one `<k>-shot` block."""
     return next(iter((per_k or {}).values()), None)
 
@@ -70,34 +71,34 @@ def as_json(block: Block | None, name: str) -> dict[str, Any]:
     those the model answered (missing)."""
     if block is None:
         return {"mean": None, "ci95": [None, None], "n": 0, "missing": 0}
-    errors = block.get("errors", 0)
-    if name not in block:  # no sample had this column
-        return {"mean": None, "ci95": [None, None], "n": 0, "missing": block["n"] - errors}
-    missing = block.get(f"{name}_missing", 0)
-    ci = block.get(f"{name}_ci95") or [None, None]
+    stats = block.get(name)
+    if stats is None:  # no sample had this column
+        return {"mean": None, "ci95": [None, None], "n": 0, "missing": block.n - block.errors}
+    ci = stats.ci95 or (None, None)
     return {
-        "mean": _num(block[name]),
+        "mean": _num(stats.value),
         "ci95": [_num(ci[0]), _num(ci[1])],
-        "n": block["n"] - missing,
-        "missing": missing - errors,
+        "n": block.n - stats.missing,
+        "missing": stats.missing - block.errors,
     }
 
 
 def _count(block: Block, name: str) -> tuple[int, int]:
     """(items with a value of the 0/1 column `name`, how many of them are 1)."""
     n = as_json(block, name)["n"]
-    return n, round(float(block[name]) * n) if n else 0  # the unrounded mean: exact for any n
+    value = block.value(name)
+    return n, round(value * n) if n and value is not None else 0  # the unrounded mean: exact for any n
 
 
-def judge_ids(results: dict[str, Any], tasks: list[str]) -> list[str]:
+def judge_ids(record: RunRecord, tasks: list[str]) -> list[str]:
     """The judges that scored something, in the order they were given (else first seen)."""
     seen: list[str] = []
     for task in tasks:
-        for key in _shot_block(results["results"].get(task)) or {}:
-            if key.startswith("score@") and not key.endswith(("_stderr", "_ci95", "_missing")):
-                if key[6:] not in seen:
-                    seen.append(key[6:])
-    given = list(results.get("judges") or {})
+        block = _shot_block(record.sections.results.get(task))
+        for key in block.metrics if block else []:
+            if key.startswith("score@") and key[6:] not in seen:
+                seen.append(key[6:])
+    given = list(record.judges or {})
     return [j for j in given if j in seen] + [j for j in seen if j not in given]
 
 
@@ -105,34 +106,33 @@ def _ordered(names: set[str], canonical: tuple[str, ...]) -> list[str]:
     return [n for n in canonical if n in names] + sorted(names - set(canonical))
 
 
-def _covering(results: dict[str, Any], tasks: list[str]) -> tuple[Block | None, dict[str, Any]]:
+def _covering(record: RunRecord, tasks: list[str]) -> tuple[Block | None, FacetBlocks]:
     """The zero-shot block and the facets of the group made of exactly these tasks (Table 2's Average);
     with one task and no such group, that task's own (the mean of one dataset mean is that mean)."""
-    for name, per_k in (results.get("groups") or {}).items():
+    sections = record.sections
+    for name, per_k in sections.groups.items():
         block = _shot_block(per_k)
-        if block is not None and set(block.get("subtasks") or []) == set(tasks):
-            return block, (results.get("facets") or {}).get(name) or {}
+        if block is not None and set(block.subtasks or []) == set(tasks):
+            return block, sections.facets.get(name) or {}
     if len(tasks) == 1:
-        return _shot_block(results["results"].get(tasks[0])), (results.get("facets") or {}).get(
-            tasks[0]
-        ) or {}
+        return _shot_block(sections.results.get(tasks[0])), sections.facets.get(tasks[0]) or {}
     return None, {}
 
 
-def summarise(results: dict[str, Any]) -> dict[str, Any] | None:
-    """The report's numbers, read from results.json; None when the run has no ADU-Bench task."""
-    found = {str(info.get("dataset")): task for task, info in benchmark_tasks(results, BENCHMARK)}
+def summarise(record: RunRecord) -> dict[str, Any] | None:
+    """The report's numbers, read from the run's record; None when the run has no ADU-Bench task."""
+    found = {str(info.get("dataset")): task for task, info in benchmark_tasks(record, BENCHMARK)}
     if not found:
         return None
     tasks = [found[ds] for ds in _ordered(set(found), tuple(DATASETS))]
-    judges = judge_ids(results, tasks)
+    judges = judge_ids(record, tasks)
     datasets: dict[str, Any] = {}
     for ds in _ordered(set(found), tuple(DATASETS)):
         task = found[ds]
-        block = _shot_block(results["results"].get(task)) or {"n": 0}
-        by_domain = ((results.get("facets") or {}).get(task) or {}).get("domain") or {}
+        block = _shot_block(record.sections.results.get(task)) or ShotBlock({}, 0)
+        by_domain = (record.sections.facets.get(task) or {}).get("domain") or {}
         domain_blocks = {d: _shot_block(per_k) for d, per_k in by_domain.items()}
-        answered = {d for d, b in domain_blocks.items() if b and b["n"] > b.get("errors", 0)}
+        answered = {d for d, b in domain_blocks.items() if b and b.n > b.errors}
         domains = {d: domain_blocks[d] for d in _ordered(answered, DOMAINS.get(ds, ()))}
         blocks = {j: _judge_block(block, domains, j) for j in judges}
         scores = {
@@ -143,29 +143,29 @@ def summarise(results: dict[str, Any]) -> dict[str, Any] | None:
             "score": as_json(block, "score"),
             "domains": scores,
             "judges": blocks,
-            "items": block["n"],
-            "errors": block.get("errors", 0),
+            "items": block.n,
+            "errors": block.errors,
             "empty_responses": _count(block, "empty_response_rate")[1],
         }
-    group, facets = _covering(results, tasks)
+    group, facets = _covering(record, tasks)
     return {
         "judges": judges,
         "datasets": datasets,
         "average": _average(group, datasets, "score", None),
         "judge_averages": {j: _average(group, datasets, f"score@{j}", j) for j in judges},
         "variation": _by_variation(facets),
-        "spoken": _spoken(results, found),
+        "spoken": _spoken(record, found),
     }
 
 
-def _spoken(results: dict[str, Any], found: dict[str, str]) -> dict[str, Any] | None:
+def _spoken(record: RunRecord, found: dict[str, str]) -> dict[str, Any] | None:
     """The spoken-answer rows: which ASR heard the answers, which text was scored, per dataset the metrics."""
-    speech = results.get("speech")
+    speech = record.speech
     if not speech:
         return None
     per_dataset = {}
     for ds in _ordered(set(found), tuple(DATASETS)):
-        block = _shot_block(results["results"].get(found[ds]))
+        block = _shot_block(record.sections.results.get(found[ds]))
         per_dataset[ds] = {name: as_json(block, column) for name, column in SPOKEN_COLUMNS.items()}
     return {
         "asr": speech.get("asr"),
@@ -179,12 +179,13 @@ def _average(
     group: Block | None, datasets: dict[str, Any], name: str, judge: str | None
 ) -> dict[str, Any] | None:
     """Table 2's Average (the group's unweighted mean of the dataset means), with the items behind it."""
-    if group is None or _num(group.get(name)) is None:
+    stats = group.get(name) if group is not None else None
+    if stats is None or stats.value is None:
         return None
     cells = [b["judges"][judge]["score"] if judge else b["score"] for b in datasets.values()]
-    ci = group.get(f"{name}_ci95") or [None, None]
+    ci = stats.ci95 or (None, None)
     return {
-        "mean": _num(group[name]),
+        "mean": _num(stats.value),
         "ci95": [_num(ci[0]), _num(ci[1])],
         "n": sum(c["n"] for c in cells),
         "missing": sum(c["missing"] for c in cells),
@@ -204,7 +205,7 @@ def _judge_block(block: Block, domains: dict[str, Block | None], judge: str) -> 
     return out
 
 
-def _by_variation(facets: dict[str, Any]) -> dict[str, Any]:
+def _by_variation(facets: FacetBlocks) -> dict[str, Any]:
     """Per variation factor the tasks declare as a facet (in their order) with two levels or more: each
     level's score over the items of every dataset (the adu_bench group's facets, pooled)."""
     out: dict[str, Any] = {}
@@ -217,13 +218,12 @@ def _by_variation(facets: dict[str, Any]) -> dict[str, Any]:
 
 
 # --- entry points -----------------------------------------------------------------------------------------
-def model_label(results: dict[str, Any]) -> str:
-    model = results.get("model") or {}
-    args = model.get("model_args") or {}
+def model_label(record: RunRecord) -> str:
+    args = record.model.model_args
     keys = ("asr", "llm", "llm_model", "text_model", "model", "pretrained")
     shown = [f"{k}={args[k]}" for k in keys if k in args]
-    label = f"{model.get('name', '?')}" + (f" ({', '.join(shown)})" if shown else "")
-    speech = results.get("speech")
+    label = record.model.name + (f" ({', '.join(shown)})" if shown else "")
+    speech = record.speech
     if speech:  # a spoken answer is scored on a text: say which
         scored = f"ASR {speech.get('asr')}" if speech.get("spoken_text") == "asr" else "its own transcript"
         label += f" [spoken; scored: {scored}]"
@@ -254,14 +254,14 @@ def _warn_about_failures(summary: dict[str, Any]) -> None:
 def report(ctx: ReportContext) -> list[Path]:
     from audioeval.benchmarks.adu_bench.report_plot import plot
 
-    summary = summarise(ctx.results)
+    summary = summarise(ctx.record)
     if summary is None:
         return []
-    model = model_label(ctx.results)
+    model = model_label(ctx.record)
     summary["model"] = model
     summary["judge_endpoints"] = {
         j: {k: v for k, v in info.items() if k not in ("identity", "sampling")}
-        for j, info in (ctx.results.get("judges") or {}).items()
+        for j, info in (ctx.record.judges or {}).items()
     }
     _warn_about_failures(summary)
     png = plot(summary, model, ctx.run_dir / "adu_bench_domains.png")

@@ -17,12 +17,13 @@ alice_task_performance_cot.png.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from audioeval.results.blocks import PerK, by_shots
+from audioeval.results.record import RunRecord
 from audioeval.results.reports import ReportContext, benchmark_tasks, register
 
 GROUP_A = ("asr", "ser", "gr", "mmau")
@@ -43,25 +44,20 @@ TABLE2_COLUMNS = [
 
 def _alice_tasks(ctx: ReportContext) -> list[tuple[str, dict[str, Any]]]:
     """(task, its YAML metadata.alice: stage, task, category) for the ALICE tasks of the run."""
-    return [(name, info) for name, info in benchmark_tasks(ctx.results, "alice") if name in ctx.rows]
+    return [(name, info) for name, info in benchmark_tasks(ctx.record, "alice") if name in ctx.rows]
 
 
-def _pooled(ctx: ReportContext) -> dict[tuple[str, int], dict[str, Any]]:
+def _pooled(ctx: ReportContext) -> dict[tuple[str, int], PerK]:
     """(task group, stage) -> its Table 2 blocks per shot setting: results.json `pooled` of the groups whose
     YAML metadata says which task group and stage they are (tasks/alice/alice_stage*.yaml)."""
-    pooled = ctx.results.get("pooled") or {}
     found = {}
-    for name, blocks in pooled.items():
+    for name, blocks in ctx.record.sections.pooled.items():
         info = (
             (ctx.registry.groups[name].metadata or {}).get("alice") if name in ctx.registry.groups else None
         )
         if isinstance(info, dict) and "task_group" in info:
             found[(str(info["task_group"]), int(info["stage"]))] = blocks
     return found
-
-
-def _scored(block: dict[str, Any], metric: str) -> int:
-    return int(block.get("n", 0)) - int(block.get(f"{metric}_missing", 0))
 
 
 def fcr_cells(ctx: ReportContext, metric: str = "format_strict") -> list[dict[str, Any]]:
@@ -71,11 +67,11 @@ def fcr_cells(ctx: ReportContext, metric: str = "format_strict") -> list[dict[st
     cells = []
     for group, setting, stages in TABLE2_COLUMNS:
         for stage in stages:
-            block = pooled.get((group, stage), {}).get(setting) or {}
-            unscored = list(block.get(f"{metric}_unscored") or [])
-            included = [t for t in block.get("subtasks") or [] if t not in unscored]
-            value = block.get(metric)
-            has_value = value is not None and not (isinstance(value, float) and math.isnan(value))
+            block = pooled.get((group, stage), {}).get(setting)
+            stats = block.get(metric) if block else None
+            unscored = list(stats.unscored) if stats else []
+            included = [t for t in (block.subtasks if block else None) or [] if t not in unscored]
+            value = stats.value if stats else None
             cells.append(
                 {
                     "group": group,
@@ -86,9 +82,9 @@ def fcr_cells(ctx: ReportContext, metric: str = "format_strict") -> list[dict[st
                         CATEGORY_NAMES[c] for c in CATEGORY_NAMES if c in {category.get(t) for t in included}
                     ],
                     "unscored_tasks": unscored,
-                    "value": value if has_value else None,
-                    "ci95": block.get(f"{metric}_ci95") or [None, None],
-                    "n": _scored(block, metric) if has_value else 0,
+                    "value": value,
+                    "ci95": list(stats.ci95) if stats and stats.ci95 else [None, None],
+                    "n": block.scored(metric) if block and value is not None else 0,
                 }
             )
     return cells
@@ -128,11 +124,10 @@ def table2_notes(cells: list[dict[str, Any]]) -> str:
     return text
 
 
-def _model_label(results: dict[str, Any]) -> str:
-    model = results.get("model") or {}
-    args = model.get("model_args") or {}
+def _model_label(record: RunRecord) -> str:
+    args = record.model.model_args
     detail = args.get("pretrained") or args.get("model")
-    return f"{model.get('name', 'model')}" + (f" ({detail})" if detail else "")
+    return record.model.name + (f" ({detail})" if detail else "")
 
 
 def _task_metric(task: str) -> tuple[str, str]:
@@ -142,17 +137,16 @@ def _task_metric(task: str) -> tuple[str, str]:
 def _per_k(
     ctx: ReportContext, name: str, metric: str
 ) -> tuple[list[int], list[float], list[float], list[float]]:
-    block = (ctx.results.get("results") or {}).get(name) or {}
     ks, values, lows, highs = [], [], [], []
-    for key, metrics in block.items():
-        value = metrics.get(metric)
-        if value is None or (isinstance(value, float) and math.isnan(value)):
+    for k, block in by_shots(ctx.record.sections.results.get(name) or {}).items():
+        stats = block.get(metric)
+        if stats is None or stats.value is None:
             continue
-        ci = metrics.get(f"{metric}_ci95") or [value, value]
-        ks.append(int(key.split("-")[0]))
-        values.append(float(value))
-        lows.append(float(ci[0]) if ci[0] is not None else float(value))
-        highs.append(float(ci[1]) if ci[1] is not None else float(value))
+        low, high = stats.ci95 or (stats.value, stats.value)
+        ks.append(k)
+        values.append(stats.value)
+        lows.append(low)
+        highs.append(high)
     order = np.argsort(ks)
     return (
         [ks[i] for i in order],
@@ -233,7 +227,7 @@ def plot_performance(ctx: ReportContext, category: str, path: Path) -> Path | No
                     fontsize=8,
                 )
                 continue
-            ax.plot(ks, values, marker="o", linewidth=1.4, label=_model_label(ctx.results))
+            ax.plot(ks, values, marker="o", linewidth=1.4, label=_model_label(ctx.record))
             ax.fill_between(ks, lows, highs, alpha=0.2)
             ax.set_xticks(ks)
             ax.set_xlabel("k (in-context examples)", fontsize=8)
@@ -241,7 +235,7 @@ def plot_performance(ctx: ReportContext, category: str, path: Path) -> Path | No
             ax.tick_params(labelsize=7)
             ax.grid(alpha=0.3)
     title = "closed-ended questions (CEQ)" if category == "ceq" else "chain-of-thought (CoT)"
-    fig.suptitle(f"ALICE task performance vs k, {title} — {_model_label(ctx.results)}", fontsize=10)
+    fig.suptitle(f"ALICE task performance vs k, {title} — {_model_label(ctx.record)}", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     return path
@@ -251,23 +245,25 @@ def _group_table(ctx: ReportContext) -> str:
     from audioeval.benchmarks.alice.constraints import CEQ_GROUPS
 
     lines = ["| stage | " + " | ".join(CEQ_GROUPS) + " |", "|---|" + "---|" * len(CEQ_GROUPS)]
-    few_shot = [(stage, blocks.get("few-shot") or {}) for (_, stage), blocks in _pooled(ctx).items()]
+    few_shot = [
+        (stage, blocks["few-shot"]) for (_, stage), blocks in _pooled(ctx).items() if "few-shot" in blocks
+    ]
     for stage in (1, 2, 3):
         # the stage's widest group holds all its CEQ items
         blocks = [b for s, b in few_shot if s == stage]
-        block = max(blocks, key=lambda b: len(b.get("subtasks") or []), default={})
+        block = max(blocks, key=lambda b: len(b.subtasks or []), default=None)
         cells = []
         for group in CEQ_GROUPS:
-            metric = f"format_strict_{group}"
-            scored = _scored(block, metric) if metric in block else 0
-            cells.append(f"{block[metric] * 100:.2f} (n={scored})" if scored else "—")
+            value = block.value(f"format_strict_{group}") if block else None
+            scored = block.scored(f"format_strict_{group}") if block else 0
+            cells.append(f"{value * 100:.2f} (n={scored})" if scored and value is not None else "—")
         if any(c != "—" for c in cells):
             lines.append(f"| {stage} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
 def _judge_section(ctx: ReportContext) -> str:
-    judges = ctx.results.get("judges")
+    judges = ctx.record.judges
     lines = []
     if not judges:
         cot = [n for n, i in _alice_tasks(ctx) if i.get("category") == "cot"]
@@ -293,7 +289,7 @@ def write_report(ctx: ReportContext) -> list[Path]:
     if not _alice_tasks(ctx):
         return []
     cells = fcr_cells(ctx)
-    model = _model_label(ctx.results)
+    model = _model_label(ctx.record)
     written: list[Path] = []
     for category in ("ceq", "cot"):
         path = plot_performance(ctx, category, ctx.run_dir / f"alice_task_performance_{category}.png")

@@ -4,7 +4,7 @@ analysing the signal), the A2 and A3 averages of Table III with their CIs, and a
 panel per task, CI bands, dotted chance line, dashed shortcut line). Written to the run folder as
 audioicl_report.md and audioicl_shot_scaling.png.
 
-It only formats results.json: task accuracies from `results`, the A2/A3 averages from the groups whose YAML
+It only formats the run's record (results.json, typed): task accuracies from `results`, the A2/A3 averages from the groups whose YAML
 `metadata` names an axis (`groups`), the shortcut column from `reference_models` (the tasks declare
 `reference_models: [shortcut]`), and each task's paper name, axis and chance level from its YAML
 `metadata.audioicl_bench`.
@@ -17,6 +17,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+from audioeval.results.blocks import ShotBlock, by_shots, shot_key
+from audioeval.results.record import RunRecord
 from audioeval.results.reports import ReportContext, benchmark_tasks, register
 
 log = logging.getLogger("audioeval")
@@ -24,36 +26,28 @@ BENCHMARK = "audioicl_bench"  # the tasks' and groups' metadata block
 SHORTCUT = "shortcut"  # the reference model behind the shortcut column
 
 
-def _number(value: Any) -> float | None:
-    if value is None:
-        return None
-    value = float(value)
-    return None if math.isnan(value) else value
-
-
-def _accuracy(block: dict[str, Any] | None) -> dict[str, Any]:
-    block = block or {}
-    ci = block.get("accuracy_ci95") or [None, None]
+def _accuracy(block: ShotBlock | None) -> dict[str, Any]:
+    stats = block.get("accuracy") if block else None
+    ci = stats.ci95 if stats and stats.ci95 else (None, None)
     return {
-        "accuracy": _number(block.get("accuracy")),
-        "ci95": [_number(ci[0]), _number(ci[1])],
-        "n": block.get("n"),
-        "parse_failure_rate": _number(block.get("parse_failure_rate")),
+        "accuracy": stats.value if stats else None,
+        "ci95": list(ci),
+        "n": block.n if block else None,
+        "parse_failure_rate": block.value("parse_failure_rate") if block else None,
     }
 
 
-def collect(results: dict[str, Any]) -> list[dict[str, Any]]:
+def collect(record: RunRecord) -> list[dict[str, Any]]:
     """One record per evaluated AudioICL-Bench task: names, axis, chance, parameters, per-k results and the
     shortcut baseline's accuracy on the same episodes."""
-    configs = results.get("configs") or {}
-    shortcut = (results.get("reference_models") or {}).get(SHORTCUT) or {}
+    shortcut = record.sections.reference_models.get(SHORTCUT) or {}
     records = []
-    for task, info in benchmark_tasks(results, BENCHMARK):
+    for task, info in benchmark_tasks(record, BENCHMARK):
         per_k = {}
-        for key, block in (results["results"].get(task) or {}).items():
-            k = int(key.split("-")[0])
+        for k, block in by_shots(record.sections.results[task]).items():
             per_k[k] = _accuracy(block)
-            per_k[k]["shortcut"] = _number(((shortcut.get(task) or {}).get(key) or {}).get("accuracy"))
+            theirs = (shortcut.get(task) or {}).get(shot_key(k))
+            per_k[k]["shortcut"] = theirs.value("accuracy") if theirs else None
         records.append(
             {
                 "task": task,
@@ -62,7 +56,7 @@ def collect(results: dict[str, Any]) -> list[dict[str, Any]]:
                 "group": info["axis"],
                 "chance": float(info["chance"]),
                 "chance_note": info.get("chance_note"),
-                "params": dict((configs[task].get("config") or {}).get("parameters") or {}),
+                "params": dict(record.configs[task].config.get("parameters") or {}),
                 "per_k": per_k,
             }
         )
@@ -83,15 +77,18 @@ def group_rows(ctx: ReportContext) -> dict[str, dict[int, dict[str, Any]]]:
     """Axis -> k -> the group's accuracy with its CI, the tasks it averages and the tasks it has; for the
     axis groups that ran, and the same from `reference_models` for the shortcut column."""
     out: dict[str, dict[int, dict[str, Any]]] = {}
+    sections = ctx.record.sections
     for axis, name in axis_groups(ctx).items():
         size = len(ctx.registry.leaf_tasks(name))
-        for key, block in (ctx.results.get("groups") or {}).get(name, {}).items():
+        shortcut = (sections.reference_models.get(SHORTCUT) or {}).get(name) or {}
+        for k, block in by_shots(sections.groups.get(name) or {}).items():
             row = _accuracy(block)
-            row["tasks"] = len(block.get("subtasks") or []) - len(block.get("accuracy_unscored") or [])
+            accuracy = block.get("accuracy")
+            row["tasks"] = len(block.subtasks or []) - len(accuracy.unscored if accuracy else [])
             row["size"] = size
-            shortcut = ((ctx.results.get("reference_models") or {}).get(SHORTCUT) or {}).get(name) or {}
-            row["shortcut"] = _number((shortcut.get(key) or {}).get("accuracy"))
-            out.setdefault(axis, {})[int(key.split("-")[0])] = row
+            theirs = shortcut.get(shot_key(k))
+            row["shortcut"] = theirs.value("accuracy") if theirs else None
+            out.setdefault(axis, {})[k] = row
     return out
 
 
@@ -110,10 +107,10 @@ def footnotes(ctx: ReportContext) -> list[str]:
         )
     averaged = {t for ts in members.values() for t in ts}
     lines += [info["note"] for name, info in short.items() if info.get("note") and name not in averaged]
-    evaluated = set(ctx.results.get("results") or {})
+    evaluated = set(ctx.record.sections.results)
     for axis, name in groups.items():
         ran = [t for t in members[axis] if t in evaluated]
-        if ran and name not in (ctx.results.get("groups") or {}):
+        if ran and name not in ctx.record.sections.groups:
             lines.append(
                 f"No {axis} average: its group `{name}` was not run ({len(ran)} of its {len(members[axis])} "
                 f"tasks were); run `--tasks {name}` for it."
@@ -146,7 +143,7 @@ def _shortcut_cell(per_k: dict[int, Any], ks: list[int]) -> str:
 def markdown(
     records: list[dict[str, Any]],
     groups: dict[str, dict[int, dict[str, Any]]],
-    ctx_results: dict[str, Any],
+    model: str,
     notes: list[str],
 ) -> str:
     ks = sorted({k for r in records for k in r["per_k"]})
@@ -165,7 +162,7 @@ def markdown(
     lines = [
         "# AudioICL-Bench",
         "",
-        f"Model: `{ctx_results.get('model', {}).get('name', '?')}`; prompt style / layout: {builds}. Accuracy in % "
+        f"Model: `{model}`; prompt style / layout: {builds}. Accuracy in % "
         "with the 95% bootstrap CI over episodes; chance as stated in the paper; shortcut: accuracy of the "
         f"`shortcut` baseline on these same episodes at k = {k_list} (no signal analysis: clip identity, "
         "elimination, label statistics; docs/baselines.md). A score at or below shortcut can be explained "
@@ -267,10 +264,11 @@ def plot(records: list[dict[str, Any]], path: Path) -> Path:
 
 @register("audioicl_bench")
 def write_report(ctx: ReportContext) -> list[Path]:
-    records = collect(ctx.results)
+    records = collect(ctx.record)
     if not records:
         return []
     table = ctx.run_dir / "audioicl_report.md"
-    table.write_text(markdown(records, group_rows(ctx), ctx.results, footnotes(ctx)), encoding="utf-8")
+    text = markdown(records, group_rows(ctx), ctx.record.model.name, footnotes(ctx))
+    table.write_text(text, encoding="utf-8")
     figure = plot(records, ctx.run_dir / "audioicl_shot_scaling.png")
     return [table, figure]
