@@ -77,7 +77,7 @@ def train(steps: int = 60, every: int = 20, limit: int = 12) -> list[tuple[int, 
                 tasks=TASKS, model=model, include_path=INCLUDE, limit=limit, num_fewshot=[0],
                 bootstrap_iters=0, no_progress=True,
             )  # fmt: skip
-            curve.append((step, result.results[TASKS[0]]["0-shot"]["accuracy"]))
+            curve.append((step, result.results[TASKS[0]]["0-shot"]["accuracy"].value))
         if step < steps:
             x, y = training_batch(rng)
             loss = torch.nn.functional.cross_entropy(module(x), y)

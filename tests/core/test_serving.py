@@ -18,6 +18,7 @@ from audioeval.models.base import Model
 from audioeval.models.endpoint_stats import EndpointStats
 from audioeval.models.openai_chat import OpenAIChatModel
 from audioeval.results.outputs import SampleLog
+from audioeval.results.sample_record import SampleRecord
 from audioeval.run.cache import ResponseCache
 from audioeval.run.serving import Server
 from audioeval.testing.fake_openai import FakeOpenAIServer, Fault
@@ -185,10 +186,18 @@ def test_an_endpoint_that_is_down_is_a_clear_error_naming_it_and_the_last_status
     assert len(endpoint.requests) <= 6  # a 404 is not retried
 
 
+def _sample(task: str, episode: int, shots: int) -> SampleRecord:
+    return SampleRecord(
+        task=task, episode=episode, episode_id=None, shots=shots, metadata={}, request_key=None, messages=None,
+        gen_kwargs=None, response="x", error=None, prediction="x", target="x", parse_failure=False, scores={},
+        audio_seconds=0.0, latency_s=0.0, cached=False,
+    )  # fmt: skip
+
+
 def test_sample_files_written_in_completion_order_merge_in_episode_order(tmp_path):
     for rank, records in enumerate([[(3, 1), (0, 0), (2, 0)], [(1, 1), (1, 0)]]):
         log = SampleLog(tmp_path, "t", rank)
-        log.write([{"task": "t", "episode": e, "shots": k} for e, k in records])
+        log.write([_sample("t", e, k) for e, k in records])
         log.close()
     merged = SampleLog.merge(tmp_path, "t", 2)
     lines = [json.loads(line) for line in merged.read_text().splitlines()]

@@ -65,6 +65,13 @@ class ShotBlock:
     def get(self, metric: str) -> MetricStats | None:
         return self.metrics.get(metric)
 
+    def __getitem__(self, metric: str) -> MetricStats:
+        """`block["accuracy"].value` (`.stderr`, `.ci95`, `.missing`); a KeyError lists the block's metrics."""
+        try:
+            return self.metrics[metric]
+        except KeyError:
+            raise KeyError(f"no metric {metric!r} in this block; it has {', '.join(self.metrics)}") from None
+
     def value(self, metric: str) -> float | None:
         stats = self.metrics.get(metric)
         return stats.value if stats else None

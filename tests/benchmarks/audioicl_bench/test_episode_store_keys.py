@@ -12,7 +12,7 @@ from audioeval.run.episode_store import task_key
 from audioeval.run.prepared import prepare_tasks
 
 
-def prepared(seed: int = 0, shots=(0, 1), task_args=None, augment=(), target="query"):
+def prepared(seed: int = 0, shots=(0, 1), task_args=None, augment=(), target=None):
     registry = TaskRegistry.discover([])
     tasks = prepare_tasks(
         registry, ["audioicl_audio_count"], num_fewshot=list(shots), task_args=task_args or {}, limit="2",

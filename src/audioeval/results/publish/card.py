@@ -12,6 +12,7 @@ from audioeval.redact import redact_message
 from audioeval.results.compact_table import compact_table
 from audioeval.results.publish.details import Details
 from audioeval.results.publish.reproduce import looks_local, selected_names
+from audioeval.results.record import RunRecord
 
 CARD_KEY = "audioeval"
 SPLIT = "test"  # the details of one run; the benchmarks' episodes come from their test splits
@@ -89,6 +90,7 @@ def card_text(run: PublishedRun) -> str:
 
 
 def _body(run: PublishedRun) -> str:
+    typed = RunRecord.from_json(run.record).sections
     r = run.record
     version = (r.get("versions") or {}).get("audioeval")
     lines = [
@@ -100,7 +102,7 @@ def _body(run: PublishedRun) -> str:
         "",
         "## Results",
         "",
-        compact_table(r["results"], r["groups"]),
+        compact_table(typed.results, typed.groups),
         "",
         "Every metric with its standard error and failed requests: `summary.md`; the run's whole record: "
         "`results.json`"
