@@ -12,7 +12,7 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import numpy as np
 
@@ -279,16 +279,58 @@ class SpokenAnswer:
         return self.generation_s / self.audio.seconds if self.audio.seconds > 0 else None
 
 
+FailureKind = Literal[
+    "http",  # the endpoint answered an HTTP error status not named below (404, 408, 409, ...)
+    "rate_limited",  # HTTP 429, or a rate-limit error event
+    "server",  # HTTP 5xx, a server_error event, a response the server failed or cancelled
+    "timeout",  # no (complete) reply within the time allowed
+    "connection",  # no connection, or it dropped mid-reply
+    "malformed",  # a reply that is not what was asked for: not JSON, not the event shapes, bad or empty audio
+    "refused",  # the server refused this request as invalid (HTTP 400/413/422, an invalid_request error)
+    "protocol",  # the server speaks another version of the protocol (the beta Realtime events)
+    "limit",  # a reply (or an answer to speak) over the size the harness accepts
+    "backend",  # the backend's own failure, given as a message (out of memory, a local model's error)
+    "asr",  # the ASR of a spoken answer failed, so there is no text to score
+]
+FAILURE_KINDS: tuple[str, ...] = get_args(FailureKind)
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Why a backend gave up on a request, typed: code decides on `kind` and `status`, never on the text.
+    `detail` is the one-line message logs, samples and warnings show (`str(failure)`)."""
+
+    kind: FailureKind
+    detail: str
+    status: int | None = None  # the HTTP status, when there was one
+
+    def __post_init__(self) -> None:
+        if self.kind not in FAILURE_KINDS:
+            raise ValueError(f"Failure kind {self.kind!r}: use one of {', '.join(FAILURE_KINDS)}")
+
+    def __str__(self) -> str:
+        return self.detail
+
+
 @dataclass
 class Response:
+    """A backend's answer to one request. A request the backend gave up on has `failure` set (such responses
+    are not cached); `error` is its message, and a backend may pass that message alone (`error="..."`: a
+    failure of kind "backend")."""
+
     text: str | None
-    error: str | None = None  # set when the backend gave up on this request; such responses are not cached
+    error: str | None = None  # str(failure); kept in step with `failure`
     latency_s: float = 0.0
     cached: bool = False
     info: dict[str, Any] = field(default_factory=dict)  # e.g. {"truncated_audio": [...]}
     spoken: SpokenAnswer | None = None  # set by backends that answer in speech
+    failure: Failure | None = None
 
     def __post_init__(self) -> None:
+        if self.failure is None and self.error is not None:
+            self.failure = Failure("backend", str(self.error))
+        elif self.failure is not None and self.error is None:
+            self.error = str(self.failure)
         # Lone surrogates (e.g. a JSON "\ud800" escape from an API) cannot be written as UTF-8 to the cache
         # or the sample log; they become U+FFFD so the response is kept and scored.
         if self.text is not None:

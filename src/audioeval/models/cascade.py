@@ -20,7 +20,7 @@ from typing import Any
 
 from audioeval.errors import ModelError
 from audioeval.models.base import Model
-from audioeval.types import AudioClip, AudioPart, Message, Request, RequestId, Response, TextPart
+from audioeval.types import AudioClip, AudioPart, Failure, Message, Request, RequestId, Response, TextPart
 
 DEFAULT_FORMAT = '[Audio transcript: "{text}"]'
 DEFAULT_ASR_PROMPT = "Transcribe the speech in this audio exactly. Reply with the transcript only."
@@ -180,7 +180,9 @@ class CascadeModel(Model):
         for i, request in enumerate(requests):
             failed = [errors[c.sha256] for c in request.clips if c.sha256 in errors]
             if failed:
-                out[i] = Response(text=None, error=f"ASR stage {self.asr.name!r} failed: {failed[0]}")
+                out[i] = Response(
+                    text=None, failure=Failure("asr", f"ASR stage {self.asr.name!r} failed: {failed[0]}")
+                )
                 continue
             text_requests.append(
                 (

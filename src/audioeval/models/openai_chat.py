@@ -25,6 +25,7 @@ import socket
 import time
 import urllib.error
 import urllib.request
+from dataclasses import replace
 from typing import Any, NamedTuple
 from urllib.parse import unquote, urlsplit, urlunsplit
 
@@ -34,7 +35,7 @@ from audioeval.models.api.client import ChatClient, EndpointDown, EndpointSettin
 from audioeval.models.base import StreamingModel
 from audioeval.models.generation import LOCAL_GEN_KWARGS
 from audioeval.models.speech.audio_reply import AudioAnswer, AudioOutput, parse_audio_reply
-from audioeval.types import AudioPart, Message, Request, Response, SpokenAnswer, TextPart
+from audioeval.types import AudioPart, Failure, Message, Request, Response, SpokenAnswer, TextPart
 
 log = logging.getLogger("audioeval")
 
@@ -345,22 +346,19 @@ class OpenAIChatModel(StreamingModel):
             self.settings.model, request, self.defaults, self.token_limit_field, self.reasoning, self.audio
         )
         c: Any = await self.client.complete(body, self._parse)
-        error = c.error
-        if error is not None and error.startswith("HTTP 404") and not self._model_checked:
+        failure: Failure | None = c.failure
+        if failure is not None and failure.status == 404 and not self._model_checked:
             await self._check_model_is_served()
-        if error is not None and error.startswith(("HTTP 400", "HTTP 413", "HTTP 422")):
-            # The server refused this request (too many audio parts, too long a prompt), not the work: it is a
-            # counted failure with the server's message, and must not count toward declaring the endpoint down.
-            # (Until the client has a public hook for this, the backend resets its run of failures itself.)
-            if hasattr(self.client, "_consecutive_failures"):
-                self.client._consecutive_failures = 0
-            if _AUDIO_LIMIT.search(error):
-                error += f" [{len(request.clips)} sent; vLLM: raise the server's --limit-mm-per-prompt]"
+        if failure is not None and failure.kind == "refused" and _AUDIO_LIMIT.search(failure.detail):
+            # the server refused this request (a counted failure with its message, never toward the endpoint
+            # being down: the client sees to that); say what to raise
+            hint = f" [{len(request.clips)} sent; vLLM: raise the server's --limit-mm-per-prompt]"
+            failure = replace(failure, detail=failure.detail + hint)
         info = {"attempts": c.attempts} if c.attempts > 1 else {}
         if isinstance(c.value, AudioAnswer):
             spoken = SpokenAnswer(c.value.clip, c.value.transcript, generation_s=c.latency_s)
             return Response(text=c.value.text, latency_s=c.latency_s, info=info, spoken=spoken)
-        return Response(text=c.value, error=error, latency_s=c.latency_s, info=info)
+        return Response(text=c.value, failure=failure, latency_s=c.latency_s, info=info)
 
     def _parse(self, reply: Any) -> str | AudioAnswer:
         if self.audio is None:

@@ -257,7 +257,7 @@ class RealtimeModel(StreamingModel):
             info["sessions_renewed"] = outcome.renewals
         answer = outcome.answer
         if answer is None:
-            return Response(text=None, error=outcome.error, latency_s=outcome.latency_s, info=info)
+            return Response(text=None, failure=outcome.failure, latency_s=outcome.latency_s, info=info)
         if answer.status != "completed":
             info["status"], info["reason"] = answer.status, answer.reason
         if answer.unknown_events:

@@ -13,6 +13,7 @@ import asyncio
 import time
 from collections.abc import Coroutine
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -193,4 +194,4 @@ def _follow(twin: asyncio.Future[Response], mine: asyncio.Future[Response]) -> N
         mine.set_exception(twin.exception())  # type: ignore[arg-type]
     else:
         r = twin.result()
-        mine.set_result(Response(text=r.text, error=r.error, cached=r.ok, info=r.info, spoken=r.spoken))
+        mine.set_result(replace(r, cached=r.ok, latency_s=0.0))

@@ -27,7 +27,16 @@ from audioeval.models.speech.asr import DEFAULT_ASR, NO_ASR, create_asr
 from audioeval.results.spoken_metrics import spoken_scores
 from audioeval.run.cache import ResponseStore
 from audioeval.run.serving import Server
-from audioeval.types import AudioClip, AudioPart, Message, Request, RequestId, Response, SpokenAnswer
+from audioeval.types import (
+    AudioClip,
+    AudioPart,
+    Failure,
+    Message,
+    Request,
+    RequestId,
+    Response,
+    SpokenAnswer,
+)
 
 SpokenText = Literal["asr", "transcript"]
 SPOKEN_TEXTS = ("asr", "transcript")
@@ -107,9 +116,13 @@ class SpeechStage:
         spoken = response.spoken
         assert spoken is not None  # the pipeline calls this for spoken answers only
         asr_text, asr_error = await self._transcribe(request.rid, spoken.audio)
-        text, error = self._choose(spoken, asr_text, asr_error)
+        text, failure = self._choose(spoken, asr_text, asr_error)
         scored = Response(
-            text=text, error=error, latency_s=response.latency_s, cached=response.cached, info=response.info
+            text=text,
+            failure=failure,
+            latency_s=response.latency_s,
+            cached=response.cached,
+            info=response.info,
         )
         audio_file = (
             await asyncio.to_thread(self._write, spoken.audio) if self.spoken_dir is not None else None
@@ -152,15 +165,15 @@ class SpeechStage:
 
     def _choose(
         self, spoken: SpokenAnswer, asr_text: str | None, asr_error: str | None
-    ) -> tuple[str | None, str | None]:
+    ) -> tuple[str | None, Failure | None]:
         """(the text to score, or why there is none)."""
         if self.spoken_text == "asr":
             if asr_text is None:
-                return None, f"ASR {self.asr_name} failed on the spoken answer: {asr_error}"
+                return None, Failure("asr", f"ASR {self.asr_name} failed on the spoken answer: {asr_error}")
             return asr_text, None
         if spoken.transcript is None:
-            return (
-                None,
+            return None, Failure(
+                "malformed",
                 "the model gave no transcript of its spoken answer (score the ASR text: --spoken_text asr)",
             )
         return spoken.transcript, None

@@ -36,10 +36,16 @@ from audioeval.models.api.concurrency import AdaptiveLimit, Slot
 from audioeval.models.api.http import HttpEndpoint, HttpReply, endpoint_url_and_headers
 from audioeval.models.endpoint_stats import EndpointStats
 from audioeval.redact import env_name_problem, env_name_refusal
+from audioeval.types import Failure, FailureKind
 
 log = logging.getLogger("audioeval")
 
 RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504}
+REFUSED_STATUS = {
+    400,
+    413,
+    422,
+}  # the server refused this request (too many clips, too long): its fault alone
 OVERLOAD_STATUS = {429, 503}  # with timeouts: the signals that lower the concurrency limit
 LONG_WAIT_S = 5.0  # waits longer than this are logged at INFO
 
@@ -100,23 +106,40 @@ class EndpointSettings:
         )
 
 
+def status_kind(status: int) -> FailureKind:
+    """The kind of failure an HTTP error status is."""
+    if status == 429:
+        return "rate_limited"
+    if status >= 500:
+        return "server"
+    if status in REFUSED_STATUS:
+        return "refused"
+    return "http"
+
+
 @dataclass
 class Completion(Generic[T]):
     value: T | None  # what the reply parser made of the reply; None when the request failed
-    error: str | None
+    failure: Failure | None
     latency_s: float
     attempts: int
+
+    @property
+    def error(self) -> str | None:
+        return None if self.failure is None else str(self.failure)
 
 
 @dataclass
 class _Failure:
     """One failed attempt, as the retry loop sees it."""
 
+    kind: FailureKind
     reason: str  # "HTTP 503", "APITimeoutError", "APIConnectionError", "malformed reply"
     detail: str
     retryable: bool
     overloaded: bool
     retry_after: float | None = None
+    status: int | None = None
 
 
 class _StatusError(Exception):
@@ -252,27 +275,33 @@ class ChatClient:
         if isinstance(err, ModelError):
             return None
         if isinstance(err, TimeoutError):  # before ClientError: aiohttp's timeouts are both
-            return _Failure("APITimeoutError", f"no reply within {self.settings.timeout:g} s", True, True)
+            return _Failure(
+                "timeout", "APITimeoutError", f"no reply within {self.settings.timeout:g} s", True, True
+            )
         if isinstance(err, _StatusError):
             return _Failure(
+                status_kind(err.status),
                 f"HTTP {err.status}",
                 _short(err.message),
                 err.status in RETRYABLE_STATUS,
                 err.status in OVERLOAD_STATUS,
                 parse_retry_after(err.headers),
+                err.status,
             )
         if isinstance(err, aiohttp.ClientError | ConnectionError):
-            return _Failure("APIConnectionError", _short(str(err) or type(err).__name__), True, False)
+            return _Failure(
+                "connection", "APIConnectionError", _short(str(err) or type(err).__name__), True, False
+            )
         if isinstance(err, _Malformed):  # an HTML page, broken JSON, no choices
-            return _Failure("malformed reply", _short(str(err)), True, False)
+            return _Failure("malformed", "malformed reply", _short(str(err)), True, False)
         return None
 
     def _count(self, failure: _Failure) -> None:
-        if failure.reason == "APITimeoutError":
+        if failure.kind == "timeout":
             self.stats.timeouts += 1
-        elif failure.reason == "HTTP 429":
+        elif failure.status == 429:
             self.stats.http_429 += 1
-        elif failure.reason.startswith("HTTP 5"):
+        elif failure.status is not None and failure.status >= 500:
             self.stats.http_5xx += 1
 
     def _released(self, slot: Slot, failure: _Failure) -> None:
@@ -289,6 +318,9 @@ class ChatClient:
 
     def _give_up(self, failure: _Failure, attempts: int, elapsed: float) -> Completion:
         status = f"{failure.reason}: {failure.detail}" if failure.detail else failure.reason
+        if failure.kind == "refused":  # the endpoint answered; the request was at fault: it never counts
+            self._consecutive_failures = 0  # toward declaring the endpoint down
+            return Completion(None, _final(failure, attempts), elapsed, attempts)
         self._consecutive_failures += 1
         if self._consecutive_failures >= self.settings.max_consecutive_failures and self.down is None:
             self.down = (
@@ -298,9 +330,7 @@ class ChatClient:
                 "endpoint is back and only the missing requests are sent."
             )
             raise EndpointDown(self.down)
-        return Completion(
-            None, f"{failure.reason} after {attempts} attempt(s): {failure.detail}", elapsed, attempts
-        )
+        return Completion(None, _final(failure, attempts), elapsed, attempts)
 
     async def _wait(self, failure: _Failure, attempts: int) -> None:
         cap = self.settings.max_retry_after
@@ -324,6 +354,11 @@ class ChatClient:
             self.settings.max_retries + 1,
         )
         await asyncio.sleep(delay)
+
+
+def _final(failure: _Failure, attempts: int) -> Failure:
+    message = f"{failure.reason} after {attempts} attempt(s): {failure.detail}"
+    return Failure(failure.kind, message, failure.status)
 
 
 def _short(text: str, limit: int = 300) -> str:

@@ -36,6 +36,7 @@ from audioeval.models.api.concurrency import AdaptiveLimit
 from audioeval.models.api.http import endpoint_url_and_headers
 from audioeval.models.api.realtime_session import Answer, RealtimeSession, SessionFailure
 from audioeval.models.endpoint_stats import EndpointStats
+from audioeval.types import Failure
 
 log = logging.getLogger("audioeval")
 
@@ -58,10 +59,14 @@ def realtime_url_and_headers(
 @dataclass
 class Outcome:
     answer: Answer | None
-    error: str | None
+    failure: Failure | None
     latency_s: float
     attempts: int
     renewals: int  # sessions renewed on the server's word (expired) while answering
+
+    @property
+    def error(self) -> str | None:
+        return None if self.failure is None else str(self.failure)
 
 
 class RealtimeClient:
@@ -191,6 +196,7 @@ class RealtimeClient:
                 await session.close()
             raise SessionFailure(
                 "timeout",
+                "timeout",
                 f"no response.done within {self.settings.timeout:g} s",
                 retryable=True,
                 overloaded=True,
@@ -199,7 +205,7 @@ class RealtimeClient:
             if session is not None:
                 await session.close()
             raise SessionFailure(
-                "connection failed", " ".join(str(err).split())[:200], retryable=True
+                "connection", "connection failed", " ".join(str(err).split())[:200], retryable=True
             ) from None
         except BaseException:  # cancelled (Ctrl-C): the socket goes with the response it was reading
             if session is not None:
@@ -218,15 +224,11 @@ class RealtimeClient:
             session.rate_limit_wait = None
 
     def _count(self, failure: SessionFailure) -> None:
-        if failure.reason == "timeout":
+        if failure.kind == "timeout":
             self.stats.timeouts += 1
-        elif failure.overloaded:  # rate limits, as HTTP 429 is counted for Chat Completions
+        elif failure.kind == "rate_limited":  # as HTTP 429 is counted for Chat Completions
             self.stats.http_429 += 1
-        elif (
-            "server_error" in failure.reason
-            or "server_error" in failure.detail
-            or (failure.status or 0) >= 500
-        ):
+        elif failure.kind == "server" and not failure.free:  # server errors, failed responses, 5xx handshakes
             self.stats.http_5xx += 1
 
     def _give_up(self, failure: SessionFailure, attempts: int, renewals: int, elapsed: float) -> Outcome:
@@ -241,7 +243,7 @@ class RealtimeClient:
                 "again once the endpoint is back and only the missing requests are sent."
             )
             raise EndpointDown(self.down)
-        return Outcome(None, detail, elapsed, attempts, renewals)
+        return Outcome(None, Failure(failure.kind, detail, failure.status), elapsed, attempts, renewals)
 
     async def _wait(self, failure: SessionFailure, attempts: int) -> None:
         if failure.retry_after is not None:

@@ -15,6 +15,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from audioeval.models.api.client import status_kind
+from audioeval.types import FailureKind
+
 
 def _fastest_b64decode() -> Any:
     """SIMD base64 (the `api` extra) for the audio deltas, else the standard library's (same bytes)."""
@@ -69,6 +72,7 @@ class SessionFailure(Exception):
 
     def __init__(
         self,
+        kind: FailureKind,
         reason: str,
         detail: str,
         *,
@@ -79,6 +83,7 @@ class SessionFailure(Exception):
         status: int | None = None,
     ) -> None:
         super().__init__(f"{reason}: {detail}")
+        self.kind = kind  # the Failure kind a response failed this way gets
         self.reason = reason  # short: "error server_error", "connection dropped", "malformed event", ...
         self.detail = detail
         self.retryable = retryable
@@ -95,10 +100,14 @@ def error_failure(error: dict[str, Any], rate_limit_wait: float | None) -> Sessi
     message = " ".join(str(error.get("message") or "").split())[:300]
     reason = f"error {code or kind}"
     if code == "session_expired" or "maximum duration" in message:
-        return SessionFailure(reason, message, retryable=True, free=True)
+        return SessionFailure("server", reason, message, retryable=True, free=True)
     if "rate_limit" in code or "rate_limit" in kind:
-        return SessionFailure(reason, message, retryable=True, overloaded=True, retry_after=rate_limit_wait)
-    return SessionFailure(reason, message, retryable=kind == "server_error")
+        return SessionFailure(
+            "rate_limited", reason, message, retryable=True, overloaded=True, retry_after=rate_limit_wait
+        )
+    if kind == "server_error":
+        return SessionFailure("server", reason, message, retryable=True)
+    return SessionFailure("refused", reason, message, retryable=False)
 
 
 class RealtimeSession:
@@ -130,6 +139,7 @@ class RealtimeSession:
         except aiohttp.WSServerHandshakeError as err:
             status = int(err.status)
             raise SessionFailure(
+                status_kind(status),
                 f"handshake HTTP {status}",
                 " ".join(str(err.message).split())[:200],
                 retryable=status in (408, 409, 429) or status >= 500,
@@ -154,7 +164,10 @@ class RealtimeSession:
             if event["type"] == "error":
                 failure = error_failure(event.get("error") or {}, None)
                 raise SessionFailure(
-                    "session refused", f"{failure.reason}: {failure.detail}", retryable=failure.retryable
+                    failure.kind,
+                    "session refused",
+                    f"{failure.reason}: {failure.detail}",
+                    retryable=failure.retryable,
                 )
 
     async def _next_event(self) -> dict[str, Any]:
@@ -165,16 +178,19 @@ class RealtimeSession:
             try:
                 event = json.loads(message.data)
             except ValueError:
-                raise SessionFailure("malformed event", _short(message.data), retryable=True) from None
+                raise SessionFailure(
+                    "malformed", "malformed event", _short(message.data), retryable=True
+                ) from None
             if isinstance(event, dict) and isinstance(event.get("type"), str):
                 return event
-            raise SessionFailure("malformed event", _short(message.data), retryable=True)
+            raise SessionFailure("malformed", "malformed event", _short(message.data), retryable=True)
         if message.type is aiohttp.WSMsgType.BINARY:
             raise SessionFailure(
-                "malformed event", f"a binary frame of {len(message.data)} bytes", retryable=True
+                "malformed", "malformed event", f"a binary frame of {len(message.data)} bytes", retryable=True
             )
         code = self.ws.close_code
         raise SessionFailure(
+            "connection",
             "connection dropped",
             f"the socket closed mid-response ({message.type.name.lower()}{f', code {code}' if code else ''})",
             retryable=True,
@@ -191,7 +207,11 @@ class RealtimeSession:
             if self.answered and (isinstance(err, ConnectionError) or err.reason == "connection dropped"):
                 # a pooled session the server closed while it sat idle: the request never reached it
                 raise SessionFailure(
-                    "idle session closed", "the server closed a pooled session", retryable=True, free=True
+                    "connection",
+                    "idle session closed",
+                    "the server closed a pooled session",
+                    retryable=True,
+                    free=True,
                 ) from None
             raise
         while True:
@@ -235,7 +255,7 @@ class _ResponseReader:
                 self.audio.append(b64decode(str(event.get("delta") or ""), validate=True))
             except (binascii.Error, ValueError):
                 raise SessionFailure(
-                    "undecodable audio", "an output_audio delta is not base64", retryable=True
+                    "malformed", "undecodable audio", "an output_audio delta is not base64", retryable=True
                 ) from None
             if self.first_audio is None:
                 self.first_audio = time.perf_counter()
@@ -259,17 +279,26 @@ class _ResponseReader:
             message = " ".join(str(error.get("message") or "").split())[:300]
             retryable = status == "cancelled" or error.get("type") == "server_error"
             raise SessionFailure(
-                f"response {status}", f"{why}: {message}" if message else why, retryable=retryable
+                "server" if retryable else "refused",
+                f"response {status}",
+                f"{why}: {message}" if message else why,
+                retryable=retryable,
             )
         audio = b"".join(self.audio)
         transcript = self.final_transcript if self.final_transcript is not None else "".join(self.transcript)
         if self.audio_out and not audio:
             raise SessionFailure(
-                "no audio", "audio output was asked for and the response carried none", retryable=True
+                "malformed",
+                "no audio",
+                "audio output was asked for and the response carried none",
+                retryable=True,
             )
         if len(audio) % 2:
             raise SessionFailure(
-                "truncated audio", f"{len(audio)} bytes are not whole 16-bit samples", retryable=True
+                "malformed",
+                "truncated audio",
+                f"{len(audio)} bytes are not whole 16-bit samples",
+                retryable=True,
             )
         text = self.final_text if self.final_text is not None else "".join(self.text)
         return Answer(
@@ -291,7 +320,10 @@ def _check_formats(session: dict[str, Any]) -> None:
         fmt = (audio.get(side) or {}).get("format") or {}
         if fmt and (fmt.get("type", "audio/pcm") != "audio/pcm" or int(fmt.get("rate") or RATE) != RATE):
             raise SessionFailure(
-                "session refused", f"the session's {side} audio is {fmt}, not 24 kHz PCM", retryable=False
+                "refused",
+                "session refused",
+                f"the session's {side} audio is {fmt}, not 24 kHz PCM",
+                retryable=False,
             )
 
 

@@ -21,16 +21,34 @@ from typing import Any
 
 from audioeval.audio.wav import encode_wav
 from audioeval.errors import ModelError
-from audioeval.models.api.client import RETRYABLE_STATUS, EndpointSettings, error_message, parse_retry_after
+from audioeval.models.api.client import (
+    RETRYABLE_STATUS,
+    EndpointSettings,
+    error_message,
+    parse_retry_after,
+    status_kind,
+)
 from audioeval.models.api.http import endpoint_url_and_headers
 from audioeval.models.base import StreamingModel
-from audioeval.types import AudioClip, Request, Response
+from audioeval.types import AudioClip, Failure, FailureKind, Request, Response
 
 
 class _Retryable(Exception):
-    def __init__(self, reason: str, retry_after: float | None = None) -> None:
+    def __init__(
+        self, kind: FailureKind, reason: str, retry_after: float | None = None, status: int | None = None
+    ) -> None:
         super().__init__(reason)
+        self.kind = kind
         self.retry_after = retry_after
+        self.status = status
+
+
+class _Refused(Exception):
+    """An HTTP error status a retry would meet again (400, 413, ...)."""
+
+    def __init__(self, reason: str, status: int) -> None:
+        super().__init__(reason)
+        self.status = status
 
 
 def read_transcript(data: bytes) -> str:
@@ -125,7 +143,10 @@ class OpenAITranscriptionASR(StreamingModel):
                 async with session.post(self.url, data=form) as reply:
                     status, data, headers = reply.status, await reply.read(), reply.headers
             except (TimeoutError, aiohttp.ClientError, ConnectionError) as err:
-                raise _Retryable(f"{type(err).__name__}: {err}" if str(err) else type(err).__name__) from err
+                kind: FailureKind = "timeout" if isinstance(err, TimeoutError) else "connection"
+                raise _Retryable(
+                    kind, f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+                ) from err
             finally:
                 self.stats.leave()
         if status == 401:
@@ -138,12 +159,12 @@ class OpenAITranscriptionASR(StreamingModel):
         if status >= 400:
             reason = f"HTTP {status}: {' '.join(error_message(data).split())[:200]}"
             if status in RETRYABLE_STATUS:
-                raise _Retryable(reason, parse_retry_after(headers))
-            raise ValueError(reason)
+                raise _Retryable(status_kind(status), reason, parse_retry_after(headers), status)
+            raise _Refused(reason, status)
         try:
             return read_transcript(data)
         except ValueError as err:
-            raise _Retryable(f"malformed reply: {err}") from err
+            raise _Retryable("malformed", f"malformed reply: {err}") from err
 
     async def transcribe(self, clip: AudioClip) -> Response:
         wav = encode_wav(clip.samples, clip.sampling_rate)
@@ -153,7 +174,8 @@ class OpenAITranscriptionASR(StreamingModel):
                 text = await self._attempt(wav)
             except _Retryable as err:
                 if attempt == self.settings.max_retries:
-                    return Response(text=None, error=f"{err} after {attempt + 1} attempt(s)")
+                    failure = Failure(err.kind, f"{err} after {attempt + 1} attempt(s)", err.status)
+                    return Response(text=None, failure=failure)
                 self.stats.retries += 1
                 wait = err.retry_after
                 if wait is None:
@@ -161,8 +183,8 @@ class OpenAITranscriptionASR(StreamingModel):
                         0.5 + random.random() / 2
                     )
                 await asyncio.sleep(min(wait, self.settings.max_retry_after))
-            except ValueError as err:  # refused (400, 413, ...): asking again gives the same answer
-                return Response(text=None, error=str(err))
+            except _Refused as err:  # asking again gives the same answer
+                return Response(text=None, failure=Failure(status_kind(err.status), str(err), err.status))
             else:
                 return Response(text=text, latency_s=time.perf_counter() - started)
         raise AssertionError("unreachable")
