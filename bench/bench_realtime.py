@@ -10,6 +10,9 @@ with its transcript. Each request is a 16 kHz clip (resampled to 24 kHz by the b
 - backend: `RealtimeModel.generate` with `num_concurrent` = C (building the events, resampling and encoding
   the clips, the session pool, reading the events, decoding the audio into a SpokenAnswer);
 - aiohttp exchange: `RealtimeClient.respond` alone on ready-built events, C in flight;
+- multiplexed: ready-built events (with `event_id`s, and their ids in `response.metadata`) several at once
+  on each of N sessions (`--multiplex 1,4,8`), routed back to their response by response id: does answering
+  C responses on fewer than C sessions help?
 - SDK exchange: the same ready-built events through `openai.AsyncOpenAI().realtime.connect`, C sessions each
   answering one response at a time (`conn.send`, `conn.recv` until `response.done`, audio deltas decoded).
 
@@ -46,7 +49,7 @@ class Server:
     """The fake Realtime server in its own process."""
 
     def __enter__(self) -> Server:
-        cmd = [sys.executable, "-m", "audioeval.testing.fake_realtime", "--latency", "0.2,1.0"]
+        cmd = [sys.executable, "-m", "audioeval.testing.fake_realtime", "--latency", "0.2,1.0", "--parallel"]
         env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
         assert self.proc.stdout is not None
@@ -104,10 +107,74 @@ def aiohttp_run(base_url: str, events: list[str], concurrency: int) -> int:
             outcomes = await asyncio.gather(*(model.client.respond(e, True) for e in events))
         finally:
             await model.client.aclose()
-        assert all(o.answer is not None and o.answer.audio for o in outcomes)
+        assert all(o.value is not None and o.value.audio for o in outcomes)
         return len(outcomes)
 
     return asyncio.run(main())
+
+
+def tagged(events: list[str]) -> list[tuple[str, str]]:
+    """(id, event): each `response.create` with an `event_id` (an `error` event names the client event it is
+    about) and its id in `response.metadata` (echoed by `response.created`, which gives the response id that
+    every later event of that response carries)."""
+    out = []
+    for i, event in enumerate(events):
+        body = json.loads(event)
+        body["event_id"] = f"evt_{i}"
+        body["response"]["metadata"] = {"request": str(i)}
+        out.append((str(i), json.dumps(body)))
+    return out
+
+
+def multiplexed_run(base_url: str, events: list[tuple[str, str]], concurrency: int, sessions: int) -> int:
+    """Out-of-band responses multiplexed: `sessions` sockets, each with concurrency / sessions responses in
+    flight at once, events routed to their response by response id (errors by the event id they name)."""
+    import aiohttp
+
+    from audioeval.models.api.realtime_client import realtime_url_and_headers
+
+    url, headers = realtime_url_and_headers("local-no-key", base_url, "gpt-realtime")
+    queue = list(events)
+    done = 0
+
+    async def one_session(http: Any, per_session: int) -> None:
+        nonlocal done
+        ws = await http.ws_connect(url, headers=headers, max_msg_size=64 * 2**20)
+        while json.loads((await ws.receive()).data)["type"] != "session.created":
+            pass
+        await ws.send_str(json.dumps({"type": "session.update", "session": session_update("audio", "alloy")}))
+        while json.loads((await ws.receive()).data)["type"] != "session.updated":
+            pass
+        audio: dict[str, list[bytes]] = {}  # request id -> its audio so far
+        owner: dict[str, str] = {}  # response id -> request id
+        in_flight = 0
+        while queue or in_flight:
+            while queue and in_flight < per_session:
+                rid, event = queue.pop()
+                audio[rid] = []
+                in_flight += 1
+                await ws.send_str(event)
+            event = json.loads((await ws.receive()).data)
+            kind = event["type"]
+            if kind == "response.created":
+                owner[event["response"]["id"]] = event["response"]["metadata"]["request"]
+            elif kind == "response.output_audio.delta":
+                audio[owner[event["response_id"]]].append(base64.b64decode(event["delta"]))
+            elif kind == "response.done":
+                rid = owner.pop(event["response"]["id"])
+                assert audio.pop(rid)
+                in_flight -= 1
+                done += 1
+            elif kind == "error":
+                raise RuntimeError(f"response for {event['error'].get('event_id')}: {event['error']}")
+        await ws.close()
+
+    async def main() -> None:
+        async with aiohttp.ClientSession() as http:
+            await asyncio.gather(*(one_session(http, concurrency // sessions) for _ in range(sessions)))
+
+    asyncio.run(main())
+    return done
 
 
 def sdk_run(base_url: str, events: list[str], concurrency: int) -> int:
@@ -150,6 +217,11 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--clip_seconds", type=float, default=2.0)
     parser.add_argument("--skip_sdk", action="store_true")
+    parser.add_argument(
+        "--multiplex",
+        default="",
+        help="also measure responses multiplexed on N sessions, e.g. 1,4,8 (comma-separated)",
+    )
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
     n, c = args.responses, args.concurrency
@@ -162,6 +234,12 @@ def main() -> None:
         figures["backend"] = measured(server, c, lambda: backend_run(server.base_url, batch, c))
         events = [response_create_event(r, "audio", "alloy", None) for r in requests(n, args.clip_seconds, 2)]
         figures["aiohttp_exchange"] = measured(server, c, lambda: aiohttp_run(server.base_url, events, c))
+        for sessions in [int(x) for x in args.multiplex.split(",") if x]:
+            batch = requests(n, args.clip_seconds, 4 + sessions)
+            tagged_events = tagged([response_create_event(r, "audio", "alloy", None) for r in batch])
+            figures[f"multiplexed_{sessions}_sessions"] = measured(
+                server, c, lambda e=tagged_events, k=sessions: multiplexed_run(server.base_url, e, c, k)
+            )
         if not args.skip_sdk:
             events = [
                 response_create_event(r, "audio", "alloy", None) for r in requests(n, args.clip_seconds, 3)
@@ -170,7 +248,7 @@ def main() -> None:
     for name, f in figures.items():
         if name != "machine":
             print(
-                f"{name:17s} {f['responses']} responses, {c} in flight: {f['ratio']:.3f} of ideal throughput "
+                f"{name:25s} {f['responses']} responses, {c} in flight: {f['ratio']:.3f} of ideal throughput "
                 f"({f['achieved_per_s']:.1f}/s of {f['ideal_per_s']:.1f}/s), {f['cpu_ms_per_response']:.2f} ms CPU "
                 "per response"
             )

@@ -16,7 +16,7 @@ from typing import Any, Literal, get_args
 
 import numpy as np
 
-from audioeval.audio.wav import PCM16_SCALE, encode_wav, to_pcm16
+from audioeval.audio.wav import PCM16_SCALE, pcm16_wav, to_pcm16
 
 
 def _fastest_b64encode() -> Callable[[bytes], bytes]:
@@ -52,9 +52,30 @@ class AudioClip:
         clip.__dict__["sha256"] = _pcm_sha256(pcm, clip.sampling_rate)  # = what the sha256 property computes
         return clip
 
+    @classmethod
+    def from_pcm16(cls, pcm: np.ndarray, sampling_rate: int) -> AudioClip:
+        """A clip of PCM16 samples a model sent, kept exactly: its hash, WAV bytes and `pcm16` are these samples
+        (-32768 included, which the float samples, on the +-32767 grid, cannot give back)."""
+        exact = np.ascontiguousarray(pcm, dtype="<i2")
+        clip = cls(exact.astype(np.float32) / np.float32(PCM16_SCALE), int(sampling_rate))
+        clip.__dict__["_exact_pcm16"] = exact
+        clip.__dict__["sha256"] = _pcm_sha256(exact, clip.sampling_rate)
+        return clip
+
+    @property
+    def pcm16(self) -> np.ndarray:
+        """The samples as PCM16: those a model sent for a clip made from them (from_pcm16), else the samples put
+        on the 16-bit grid."""
+        exact = self.__dict__.get("_exact_pcm16")
+        return exact if exact is not None else to_pcm16(self.samples)
+
+    def wav_bytes(self) -> bytes:
+        """The clip as a 16-bit WAV file."""
+        return pcm16_wav(self.pcm16, self.sampling_rate)
+
     @cached_property
     def sha256(self) -> str:
-        return _pcm_sha256(to_pcm16(self.samples), self.sampling_rate)
+        return _pcm_sha256(self.pcm16, self.sampling_rate)
 
     @property
     def wav_base64(self) -> bytes:
@@ -70,7 +91,7 @@ class AudioClip:
             shared = _ENCODINGS.get(key)
         if shared is not None:
             return shared
-        encoding = _Encoding(b64encode(encode_wav(self.samples, self.sampling_rate)))
+        encoding = _Encoding(b64encode(self.wav_bytes()))
         with _ENCODINGS_LOCK:
             return _ENCODINGS.setdefault(key, encoding)
 

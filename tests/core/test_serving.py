@@ -10,7 +10,7 @@ import socket
 
 import pytest
 
-import audioeval.models.api.client as api_client
+import audioeval.models.api.policy as api_policy
 from audioeval.errors import UsageError
 from audioeval.models.api.client import EndpointDown
 from audioeval.models.api.concurrency import AdaptiveLimit
@@ -151,7 +151,7 @@ def test_aimd_backs_off_on_429_and_never_exceeds_max_concurrent():
 
 
 def test_retry_after_over_the_cap_is_capped_and_the_long_wait_logged(monkeypatch, caplog):
-    monkeypatch.setattr(api_client, "LONG_WAIT_S", 0.1)  # "long" for a test
+    monkeypatch.setattr(api_policy, "LONG_WAIT_S", 0.1)  # "long" for a test
     faults = [Fault("429", times=1, retry_after=86400)]
     with FakeOpenAIServer(faults=faults) as endpoint, caplog.at_level(logging.INFO, logger="audioeval"):
         model = OpenAIChatModel(model="m", base_url=endpoint.base_url, max_retry_after=0.3)

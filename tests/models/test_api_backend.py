@@ -224,8 +224,8 @@ def test_each_clip_is_encoded_once_however_often_it_is_sent(monkeypatch):
     import audioeval.types as types_module
 
     encoded = []
-    real = types_module.encode_wav
-    monkeypatch.setattr(types_module, "encode_wav", lambda s, r: encoded.append(1) or real(s, r))
+    real = types_module.pcm16_wav
+    monkeypatch.setattr(types_module, "pcm16_wav", lambda s, r: encoded.append(1) or real(s, r))
     demos, query = [_clip(10 + i) for i in range(3)], _clip(0)
     again = AudioClip.from_array(query.samples, 16000)  # the same content in another object
     requests = [

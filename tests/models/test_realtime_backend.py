@@ -343,11 +343,16 @@ def test_adu_bench_end_to_end_on_a_realtime_model(tmp_path):
 
 
 def test_a_session_that_declares_another_audio_rate_is_refused():
+    from audioeval.models.api.realtime_events import Session
     from audioeval.models.api.realtime_session import SessionFailure, _check_formats
 
-    _check_formats({"audio": {"input": {"format": {"type": "audio/pcm", "rate": 24000}}}})
+    _check_formats(
+        Session.model_validate({"audio": {"input": {"format": {"type": "audio/pcm", "rate": 24000}}}})
+    )
     with pytest.raises(SessionFailure, match="input audio is .*16000.*not 24 kHz PCM"):
-        _check_formats({"audio": {"input": {"format": {"type": "audio/pcm", "rate": 16000}}}})
+        _check_formats(
+            Session.model_validate({"audio": {"input": {"format": {"type": "audio/pcm", "rate": 16000}}}})
+        )
 
 
 @pytest.mark.slow

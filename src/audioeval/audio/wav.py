@@ -37,10 +37,51 @@ def quantize(samples: np.ndarray) -> np.ndarray:
 
 
 def encode_wav(samples: np.ndarray, sampling_rate: int) -> bytes:
-    pcm = to_pcm16(samples).tobytes()
-    header = b"RIFF" + struct.pack("<I", 36 + len(pcm)) + b"WAVE"
+    return pcm16_wav(to_pcm16(samples), sampling_rate)
+
+
+def pcm16_wav(pcm: np.ndarray, sampling_rate: int) -> bytes:
+    """A mono 16-bit WAV file of these PCM16 samples, as they are: a 44-byte header, then the samples."""
+    data = np.ascontiguousarray(pcm, dtype="<i2").tobytes()
+    header = b"RIFF" + struct.pack("<I", 36 + len(data)) + b"WAVE"
     fmt = b"fmt " + struct.pack("<IHHIIHH", 16, 1, 1, sampling_rate, sampling_rate * 2, 2, 16)
-    return header + fmt + b"data" + struct.pack("<I", len(pcm)) + pcm
+    return header + fmt + b"data" + struct.pack("<I", len(data)) + data
+
+
+# The sampling rates a WAV answer may declare: a rate of 0 would divide by zero wherever the clip's duration is
+# needed, and one above 2^31 / 2 does not fit the header's byte-rate field.
+MIN_RATE, MAX_RATE = 1_000, 384_000
+
+
+def read_pcm16_wav(data: bytes) -> tuple[np.ndarray, int]:
+    """The PCM16 samples (mono: channels averaged) and rate of a 16-bit PCM WAV, checked completely: a readable
+    header, 16-bit samples, a rate in [MIN_RATE, MAX_RATE], at least one frame, and every frame the header
+    announces present. ValueError saying what is wrong otherwise. A mono file's samples are its bytes, as sent."""
+    try:
+        with wave.open(io.BytesIO(data)) as w:
+            channels, width, rate, frames = (
+                w.getnchannels(),
+                w.getsampwidth(),
+                w.getframerate(),
+                w.getnframes(),
+            )
+            raw = w.readframes(frames)
+    except (wave.Error, EOFError, struct.error, ValueError) as err:
+        raise ValueError(f"undecodable WAV audio ({err})") from err
+    if width != 2:
+        raise ValueError(f"WAV audio of {8 * width}-bit samples; expected 16-bit PCM")
+    if not MIN_RATE <= rate <= MAX_RATE:
+        raise ValueError(f"WAV audio at {rate:,} Hz; expected {MIN_RATE:,} to {MAX_RATE:,} Hz")
+    if frames == 0:
+        raise ValueError("WAV audio with no samples")
+    if len(raw) < frames * channels * width:
+        raise ValueError(
+            f"truncated WAV audio: the header says {frames} frames, {len(raw) // (channels * width)} arrived"
+        )
+    pcm = np.frombuffer(raw, dtype="<i2")
+    if channels > 1:
+        pcm = to_pcm16(pcm.reshape(-1, channels).astype(np.float64).mean(axis=1) / PCM16_SCALE)
+    return pcm, rate
 
 
 def decode_wav(data: bytes, source: str = "<bytes>") -> tuple[np.ndarray, int]:

@@ -68,6 +68,19 @@ def is_reasoning_model(model: str) -> bool:
     return bool(_REASONING_NAME.match(model.strip()))
 
 
+OPENAI_HOST = "api.openai.com"
+
+
+def default_token_limit_field(url: str, reasoning: bool) -> str:
+    """The field that carries the token limit when `token_limit_field` is not given: `max_completion_tokens` for
+    OpenAI's own API (where `max_tokens` is deprecated, and refused by reasoning models) and for reasoning
+    models anywhere; `max_tokens` for every other server (vLLM takes both; servers that follow older versions
+    of the API, and OpenAI-compatible front ends of other providers, take only `max_tokens`)."""
+    if reasoning or urlsplit(url).hostname == OPENAI_HOST:
+        return "max_completion_tokens"
+    return "max_tokens"
+
+
 def to_openai_messages(
     messages: tuple[Message, ...] | list[Message], audio_format: str = "wav", encoded: bool = False
 ) -> list[dict[str, Any]]:
@@ -197,16 +210,19 @@ class ModelList(NamedTuple):
 
 
 _UNREACHABLE = (ConnectionRefusedError, socket.gaierror)
+_MODEL_LIST_BYTES = 8 * 2**20
 _UNREACHABLE_ERRNOS = (errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH)
 
 
 def list_models(base_url: str, api_key: str, timeout: float = 10.0) -> ModelList:
     """GET {base_url}/models."""
-    url, headers = models_url_and_headers(base_url, api_key)
-    request = urllib.request.Request(url, headers=headers)
     try:
+        url, headers = models_url_and_headers(base_url, api_key)
+        request = urllib.request.Request(url, headers=headers)
         with urllib.request.urlopen(request, timeout=timeout) as reply:
-            body = json.loads(reply.read())
+            body = json.loads(
+                reply.read(_MODEL_LIST_BYTES)
+            )  # a list cut short is not JSON: "not a model list"
     except urllib.error.HTTPError as err:
         return ModelList(err.code, None, f"HTTP {err.code}")
     except (OSError, ValueError) as err:  # refused, reset, timed out, not JSON
@@ -289,9 +305,6 @@ class OpenAIChatModel(StreamingModel):
             )
         # auto: o1/o3/o4/gpt-5 style names get the reasoning-model fields; family=chat|reasoning overrides
         self.reasoning = family == "reasoning" or (family == "auto" and is_reasoning_model(str(model)))
-        self.token_limit_field = token_limit_field or (
-            "max_completion_tokens" if self.reasoning else "max_tokens"
-        )
         super().__init__(**kwargs)
         self.settings = EndpointSettings(
             model=model,
@@ -306,6 +319,9 @@ class OpenAIChatModel(StreamingModel):
         )
         self.defaults = {"max_tokens": max_tokens} if max_tokens else {}
         self.client = ChatClient(self.settings, self.stats)
+        self.token_limit_field = token_limit_field or default_token_limit_field(
+            self.client.http.url, self.reasoning
+        )
         if wait_for_server is not None and float(wait_for_server) < 0:
             raise ModelError(f"--model_args wait_for_server={wait_for_server}: use a number of seconds >= 0.")
         self.wait_for_server = float(wait_for_server) if wait_for_server is not None else None
@@ -370,8 +386,7 @@ class OpenAIChatModel(StreamingModel):
         """Seconds to wait for the endpoint to come up: wait_for_server, else what one request's retries wait."""
         if self.wait_for_server is not None:
             return self.wait_for_server
-        s = self.settings
-        return sum(min(s.backoff_max, s.backoff_base * 2**i) for i in range(s.max_retries))
+        return self.settings.retry_wait_budget()
 
     async def _wait_until_ready(self) -> None:
         """One probe per run (the requests in flight share it): see `_probe_endpoint`."""

@@ -22,10 +22,10 @@ from typing import Any
 import numpy as np
 
 from audioeval.audio.dsp import resample
-from audioeval.audio.wav import PCM16_SCALE, to_pcm16
-from audioeval.errors import ModelError
+from audioeval.audio.wav import to_pcm16
+from audioeval.errors import ModelError, UsageError
 from audioeval.models.api.body import Encoded, JsonBody
-from audioeval.models.api.client import EndpointSettings
+from audioeval.models.api.policy import EndpointSettings
 from audioeval.models.api.realtime_client import RealtimeClient
 from audioeval.models.api.realtime_session import RATE, Answer
 from audioeval.models.base import StreamingModel
@@ -43,6 +43,7 @@ from audioeval.types import (
 OUTPUTS = ("audio", "text")
 PCM = {"type": "audio/pcm", "rate": RATE}
 _TOKEN_LIMIT_KEYS = ("max_new_tokens", "max_gen_toks", "max_tokens")
+MAX_OUTPUT_TOKENS = 4096  # the API's max_output_tokens: 1 to 4096, or "inf"
 _ENCODED_CLIPS = 64  # recent clips kept encoded (an episode's demos recur at every k)
 
 
@@ -123,8 +124,7 @@ def response_create_event(
 
 
 def spoken_answer(answer: Answer) -> SpokenAnswer:
-    pcm = np.frombuffer(answer.audio, dtype="<i2")
-    clip = AudioClip.from_array(pcm.astype(np.float32) / np.float32(PCM16_SCALE), RATE)
+    clip = AudioClip.from_pcm16(np.frombuffer(answer.audio, dtype="<i2"), RATE)  # as sent, bit for bit
     return SpokenAnswer(
         audio=clip,
         transcript=answer.transcript,
@@ -140,8 +140,11 @@ def _check_token_limit(value: Any) -> int | str | None:
         limit = int(value)
     except (TypeError, ValueError):
         limit = 0
-    if limit < 1 or str(value).strip() != str(limit):
-        raise ModelError(f"--model_args max_output_tokens={value}: use a whole number >= 1, or inf.")
+    if not 1 <= limit <= MAX_OUTPUT_TOKENS or str(value).strip() != str(limit):
+        raise ModelError(
+            f"--model_args max_output_tokens={value}: the Realtime API takes a whole number from 1 to "
+            f"{MAX_OUTPUT_TOKENS}, or inf."
+        )
     return limit
 
 
@@ -166,6 +169,26 @@ class RealtimeModel(StreamingModel):
         "do_sample": "bool",
         "temperature": "float?>=0",
     }
+
+    @classmethod
+    def check_gen_kwargs(cls, gen_kwargs: dict[str, Any], source: str, model_args: dict[str, Any]) -> None:
+        """The declared settings, and a token limit the API takes (checked before the run, not refused by the
+        server on every request); `--model_args max_output_tokens` replaces the tasks' limit."""
+        super().check_gen_kwargs(gen_kwargs, source, model_args)
+        if model_args.get("max_output_tokens") is not None:
+            return
+        for key in _TOKEN_LIMIT_KEYS:
+            value = gen_kwargs.get(key)
+            if (
+                isinstance(value, int | float | str)
+                and str(value).strip().isdigit()
+                and int(value) > MAX_OUTPUT_TOKENS
+            ):
+                raise UsageError(
+                    f"{source}: {key}={value}: the Realtime API takes max_output_tokens from 1 to "
+                    f"{MAX_OUTPUT_TOKENS}, or inf. Lower it (--gen_kwargs {key}={MAX_OUTPUT_TOKENS}), or set "
+                    "--model_args max_output_tokens=inf."
+                )
 
     def __init__(
         self,
@@ -253,9 +276,9 @@ class RealtimeModel(StreamingModel):
         )
         outcome = await self.client.respond(event, self.output == "audio")
         info: dict[str, Any] = {"attempts": outcome.attempts} if outcome.attempts > 1 else {}
-        if outcome.renewals:
-            info["sessions_renewed"] = outcome.renewals
-        answer = outcome.answer
+        if outcome.free_retries:
+            info["sessions_renewed"] = outcome.free_retries
+        answer = outcome.value
         if answer is None:
             return Response(text=None, failure=outcome.failure, latency_s=outcome.latency_s, info=info)
         if answer.status != "completed":

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from audioeval.audio.wav import decode_wav, encode_wav
+from audioeval.audio.wav import read_pcm16_wav
 from audioeval.data.destination import probe_writable
-from audioeval.errors import DataError, UsageError
+from audioeval.errors import UsageError
 from audioeval.types import AudioClip, SpokenAnswer
 
 log = logging.getLogger("audioeval")
@@ -60,21 +60,24 @@ def describe_spoken(spoken: SpokenAnswer) -> dict[str, Any]:
 def restore_spoken(described: dict[str, Any], wav: bytes | None) -> SpokenAnswer | None:
     """The spoken answer back from its description and blob; None when the blob is missing or is not the
     clip the description names (a partial write, a damaged row)."""
-    if wav is None:
+    if wav is None or not isinstance(described, dict):
         return None
-    try:
-        samples, rate = decode_wav(wav, "cached spoken answer")
-    except DataError:
+    try:  # checked as a reply is before it is cached: a row written before that check may hold a bad WAV
+        pcm, rate = read_pcm16_wav(wav)
+    except ValueError:
         return None
-    clip = AudioClip.from_array(samples, rate)
-    if clip.sha256 != described.get("audio"):
-        return None
-    return SpokenAnswer(
-        clip,
-        described.get("transcript"),
-        described.get("time_to_first_audio_s"),
-        described.get("generation_s") or 0.0,
+    clip = AudioClip.from_pcm16(pcm, rate)
+    transcript, first, made = (
+        described.get(k) for k in ("transcript", "time_to_first_audio_s", "generation_s")
     )
+    if (
+        clip.sha256 != described.get("audio")
+        or not isinstance(transcript, str | None)
+        or not isinstance(first, int | float | None)
+        or not isinstance(made, int | float | None)
+    ):
+        return None
+    return SpokenAnswer(clip, transcript, first, float(made or 0.0))
 
 
 class ResponseStore(Protocol):
@@ -247,10 +250,13 @@ class ResponseCache:
                 f"SELECT key, response, info FROM responses WHERE key IN ({marks})", chunk
             )
             for key, response, info in rows:
-                found[key] = CachedResponse(response, json.loads(info))
+                cached = _cached(response, info)
+                if cached is not None:  # a damaged row is a miss: the request is asked again
+                    found[key] = cached
         spoken = [k for k, c in found.items() if SPOKEN_KEY in c.info]
         if spoken:
-            blobs = self._blobs({str(found[k].info[SPOKEN_KEY].get("audio")) for k in spoken})
+            described = [found[k].info[SPOKEN_KEY] for k in spoken]
+            blobs = self._blobs({str(d.get("audio")) for d in described if isinstance(d, dict)})
             for key in spoken:
                 restored = _with_audio(found.pop(key), blobs)
                 if restored is not None:
@@ -275,11 +281,7 @@ class ResponseCache:
             (e.key, e.kind, e.text, json.dumps(_row_info(e), sort_keys=True, default=str), now)
             for e in entries
         ]
-        blobs = {
-            e.spoken.audio.sha256: encode_wav(e.spoken.audio.samples, e.spoken.audio.sampling_rate)
-            for e in entries
-            if e.spoken is not None
-        }
+        blobs = {e.spoken.audio.sha256: e.spoken.audio.wav_bytes() for e in entries if e.spoken is not None}
         for attempt in range(5):
             try:
                 self._db.execute("BEGIN IMMEDIATE")
@@ -307,6 +309,17 @@ class ResponseCache:
             pass
 
 
+def _cached(response: Any, info: Any) -> CachedResponse | None:
+    """A response row as read back; None when it is not what the cache writes (text, a JSON object)."""
+    try:
+        described = json.loads(info)
+    except (TypeError, ValueError):
+        return None
+    if not isinstance(response, str) or not isinstance(described, dict):
+        return None
+    return CachedResponse(response, described)
+
+
 def _row_info(entry: CacheEntry) -> dict[str, Any]:
     if entry.spoken is None:
         return entry.info
@@ -316,6 +329,8 @@ def _row_info(entry: CacheEntry) -> dict[str, Any]:
 def _with_audio(cached: CachedResponse, blobs: dict[str, bytes]) -> CachedResponse | None:
     """A cached spoken answer with its audio put back; None (a miss) when the audio is not there."""
     described = cached.info[SPOKEN_KEY]
+    if not isinstance(described, dict):
+        return None
     spoken = restore_spoken(described, blobs.get(str(described.get("audio"))))
     if spoken is None:
         return None

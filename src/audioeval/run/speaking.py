@@ -20,10 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from audioeval.audio.wav import encode_wav
 from audioeval.errors import UsageError
 from audioeval.models.base import Model
-from audioeval.models.speech.asr import DEFAULT_ASR, NO_ASR, create_asr
+from audioeval.models.speech.asr import DEFAULT_ASR, NO_ASR, asr_model_name, create_asr
 from audioeval.results.spoken_metrics import spoken_scores
 from audioeval.run.cache import ResponseStore
 from audioeval.run.serving import Server
@@ -102,6 +101,7 @@ class SpeechStage:
         """results.json `speech`: which ASR transcribed the answers and which text was scored."""
         out: dict[str, Any] = {
             "asr": self.asr_name,
+            "asr_model": asr_model_name(self.asr) if self.asr is not None else None,
             "asr_identity": self.asr.identity if self.asr is not None else None,
             "spoken_text": self.spoken_text,
         }
@@ -185,7 +185,7 @@ class SpeechStage:
         if not path.exists():
             self.spoken_dir.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(f".{os.getpid()}.{id(clip)}.tmp")
-            tmp.write_bytes(encode_wav(clip.samples, clip.sampling_rate))
+            tmp.write_bytes(clip.wav_bytes())
             os.replace(tmp, path)
         return f"spoken/{path.name}"
 

@@ -12,8 +12,9 @@ A request with `modalities: ["text", "audio"]` is answered in speech: a tone who
 only on the reply text (so on the request), as OpenAI shapes it (`message.audio` with data in the asked
 format, wav or pcm16, and the transcript; content null) or, with `audio_shape="vllm-omni"`, as vLLM-Omni does
 (two choices: the text, then a 24 kHz WAV with an empty transcript). `hear_own_audio` is a perfect ASR of
-that audio (the text it was made from), for `transcribe=`. Faults `no_audio`, `bad_audio` (not base64),
-`truncated_audio` (a WAV shorter than its header) and `unknown_audio` (an MP3 header) spoil the audio. `timings` records (arrival, reply, delay) per answered request, for
+that audio (the text it was made from), for `transcribe=`. Faults in AUDIO_FAULTS spoil the audio (no audio, not base64, a WAV shorter than its header, an MP3 header,
+0 Hz or 4 GHz, no frames) or make it extreme (`full_scale`: -32768 and 32767 in it); `gzip_bomb` answers a
+small gzip body that decompresses to many megabytes. `timings` records (arrival, reply, delay) per answered request, for
 measuring throughput at the server. Like OpenAI, it answers 400 when a request for a reasoning model (o1, o3, o4-mini,
 gpt-5...) carries `max_tokens`, `top_p` or a temperature other than the default 1.
 
@@ -37,21 +38,34 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-AUDIO_FAULTS = ("no_audio", "bad_audio", "truncated_audio", "unknown_audio")  # spoil an audio answer
+# spoil an audio answer: no audio, not base64, a WAV cut short of what its header says, an MP3 header, a WAV
+# declaring 0 Hz or 4,000,000,000 Hz, a WAV of no frames; `full_scale` is a valid answer whose first samples are
+# -32768 and 32767 (the extremes of PCM16)
+AUDIO_FAULTS = (
+    "no_audio",
+    "bad_audio",
+    "truncated_audio",
+    "unknown_audio",
+    "zero_hz",
+    "huge_hz",
+    "zero_frames",
+    "full_scale",
+)
 
 
 @dataclass
 class Fault:
     """Misbehaviour for requests whose prompt text contains `match` (empty: every request)."""
 
-    # "429", "500", "hang", "disconnect", "html" (200 with a web page instead of a completion); for audio
-    # answers "no_audio", "bad_audio", "truncated_audio", "unknown_audio"
+    # "429", "500", "hang", "disconnect", "html" (200 with a web page instead of a completion), "gzip_bomb" (a
+    # gzip reply of `bomb_mb` MB once decompressed); for audio answers one of AUDIO_FAULTS
     kind: str
     times: int = 1  # how many matching requests misbehave before the server answers normally
     match: str = ""
     retry_after: float | None = 0.05
     hang_seconds: float = 5.0
     after: int = 0  # the fault starts once the server has answered this many requests normally
+    bomb_mb: float = 80.0  # gzip_bomb: the reply's size once decompressed (a completion of that much text)
 
 
 def prompt_text(body: dict[str, Any]) -> str:
@@ -243,6 +257,11 @@ class FakeOpenAIServer:
             elif fault.kind == "html":
                 self._send_raw(handler, 200, b"<html><body>502 Bad Gateway</body></html>", "text/html", {})
                 return
+            elif fault.kind == "gzip_bomb":
+                self._send_raw(
+                    handler, 200, gzip_bomb(fault.bomb_mb), "application/json", {"Content-Encoding": "gzip"}
+                )
+                return
             else:
                 status = int(fault.kind)
                 headers = {"Retry-After": str(fault.retry_after)} if fault.retry_after is not None else {}
@@ -284,6 +303,15 @@ class FakeOpenAIServer:
             data = wav[: len(wav) // 2]
         elif kind == "unknown_audio":
             data = b"ID3\x04\x00\x00\x00\x00\x00\x00" + pcm[:64]
+        elif kind in ("zero_hz", "huge_hz"):
+            data = wav_bytes(pcm, 0 if kind == "zero_hz" else 4_000_000_000)
+        elif kind == "zero_frames":
+            data = wav_bytes(b"", 24000)
+        elif kind == "full_scale":
+            pcm = struct.pack("<2h", -32768, 32767) + pcm[4:]
+            with self._lock:
+                self._said[hashlib.sha256(pcm).hexdigest()] = text
+            data = pcm if asked == "pcm16" and self.audio_shape == "openai" else wav_bytes(pcm, 24000)
         encoded = "%%% not base64 %%%" if kind == "bad_audio" else base64.b64encode(data).decode("ascii")
         if self.audio_shape == "vllm-omni":
             spoken = {
@@ -341,9 +369,20 @@ def speech_tone(text: str, rate: int = 24000) -> bytes:
     return struct.pack(f"<{n}h", *(int(8000 * math.sin(2 * math.pi * freq * x)) for x in t))
 
 
+def gzip_bomb(megabytes: float) -> bytes:
+    """A gzip body that decompresses to a chat completion of `megabytes` MB of text (about 1/1000 the size)."""
+    filler = b"a" * 2**20
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)  # 31: the gzip container
+    parts = [packer.compress(b'{"choices": [{"index": 0, "message": {"role": "assistant", "content": "')]
+    parts += [packer.compress(filler) for _ in range(int(megabytes))]
+    parts.append(packer.compress(b'"}, "finish_reason": "stop"}]}') + packer.flush())
+    return b"".join(parts)
+
+
 def wav_bytes(pcm: bytes, rate: int) -> bytes:
     header = b"RIFF" + struct.pack("<I", 36 + len(pcm)) + b"WAVE"
-    fmt = b"fmt " + struct.pack("<IHHIIHH", 16, 1, 1, rate, rate * 2, 2, 16)
+    # the byte rate wraps at 2^32, as a careless writer's would: the header still says `rate`
+    fmt = b"fmt " + struct.pack("<IHHIIHH", 16, 1, 1, rate, (rate * 2) % 2**32, 2, 16)
     return header + fmt + b"data" + struct.pack("<I", len(pcm)) + pcm
 
 

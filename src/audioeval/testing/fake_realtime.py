@@ -26,6 +26,18 @@ misbehave (N defaults to 1), counted per request content, so a retry of the same
     ratelimit   `rate_limits.updated` with nothing remaining, then a `rate_limit_exceeded` error
     hang        `response.created`, then nothing
     closeidle   the response completes, then the server closes the session (as an idle timeout would)
+    beta        the response's audio, transcript and text under the beta protocol's event names
+                (`response.audio.delta`, `response.audio_transcript.delta`, `response.text.delta`, ...)
+    errortext   an `error` event whose `error` is a string
+    resetsoon   `rate_limits.updated` with `reset_seconds: "soon"`
+    limitsnumber `rate_limits.updated` with `rate_limits: 7`
+    donetext    `response.done` with `response: "done!"`
+    detailstext `response.done` whose `status_details` is `"oops"`
+
+A session can misbehave too, before any request: `session_faults` lists one fault per session opened, in
+order (the sessions after them behave): `nocreated` (the socket opens and nothing is ever sent),
+`ratefast` (`session.updated` declares `rate: "fast"`), `sessionweird` (`session: "weird"`), `audiopcm`
+(`audio: "pcm"`).
 
 `api_key` set: a handshake without `Authorization: Bearer <api_key>` is refused with HTTP 401.
 `max_session_s`: a `response.create` on a session older than that gets `session_expired` (as after 60 min).
@@ -68,7 +80,23 @@ FAULT_KINDS = (
     "ratelimit",
     "hang",
     "closeidle",
+    "beta",
+    "errortext",
+    "resetsoon",
+    "limitsnumber",
+    "donetext",
+    "detailstext",
 )
+SESSION_FAULTS = ("nocreated", "ratefast", "sessionweird", "audiopcm")
+# GA event name -> the beta protocol's name for it (the `beta` fault)
+BETA_NAMES = {
+    "response.output_audio.delta": "response.audio.delta",
+    "response.output_audio.done": "response.audio.done",
+    "response.output_audio_transcript.delta": "response.audio_transcript.delta",
+    "response.output_audio_transcript.done": "response.audio_transcript.done",
+    "response.output_text.delta": "response.text.delta",
+    "response.output_text.done": "response.text.done",
+}
 _WORDS = "the a sound of tone low high bright soft voice answer is this one music speech bird rain".split()
 
 
@@ -146,6 +174,10 @@ class FakeRealtimeServer:
     keep_requests: bool = True  # False for benches: response.create events carry the audio
     requests: list[dict[str, Any]] = field(default_factory=list)  # response.create `response` objects
     handshakes: list[dict[str, str]] = field(default_factory=list)  # headers of each accepted connection
+    session_faults: list[str] = field(
+        default_factory=list
+    )  # one per session opened, in order (SESSION_FAULTS)
+    parallel: bool = False  # out-of-band responses run at once on one session (the API allows it)
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -221,10 +253,36 @@ class FakeRealtimeServer:
             "output_modalities": ["audio"],
             "audio": {"input": {"format": {"type": "audio/pcm", "rate": RATE}}, "output": {"voice": "alloy"}},
         }
+        with self._lock:
+            fault = self.session_faults.pop(0) if self.session_faults else None
+        session["fault"] = fault
+        tasks: set[asyncio.Task[None]] = set()
         try:
-            await self._send(ws, "session.created", session=session)
+            if fault == "nocreated":
+                await ws.wait_closed()
+                return
+            await self._send(
+                ws, "session.created", session={k: v for k, v in session.items() if k != "fault"}
+            )
             async for message in ws:
-                await self._client_event(ws, message, session, opened)
+                if self.parallel and '"response.create"' in str(message)[:200]:
+                    task = asyncio.get_running_loop().create_task(self._guarded(ws, message, session, opened))
+                    tasks.add(task)
+                    task.add_done_callback(tasks.discard)
+                else:
+                    await self._client_event(ws, message, session, opened)
+        except (ConnectionClosed, _Dropped):
+            return
+        finally:
+            for task in tasks:
+                task.cancel()
+
+    async def _guarded(self, ws: Any, message: Any, session: dict[str, Any], opened: float) -> None:
+        """One response of several running on a session at once (`parallel`)."""
+        from websockets.exceptions import ConnectionClosed
+
+        try:
+            await self._client_event(ws, message, session, opened)
         except (ConnectionClosed, _Dropped):
             return
 
@@ -273,7 +331,18 @@ class FakeRealtimeServer:
                     session["audio"].setdefault(side, {}).update(config or {})
             else:
                 session[key] = value
-        await self._send(ws, "session.updated", session=session)
+        shown: Any = {k: v for k, v in session.items() if k != "fault"}
+        fault = session.get("fault")
+        if fault == "ratefast":
+            shown = {
+                **shown,
+                "audio": {**shown["audio"], "output": {"format": {"type": "audio/pcm", "rate": "fast"}}},
+            }
+        elif fault == "sessionweird":
+            shown = "weird"
+        elif fault == "audiopcm":
+            shown = {**shown, "audio": "pcm"}
+        await self._send(ws, "session.updated", session=shown)
 
     # --- one response ------------------------------------------------------------------------------------
     async def _response(self, ws: Any, response: dict[str, Any], session: dict[str, Any]) -> None:
@@ -331,7 +400,7 @@ class FakeRealtimeServer:
         """Send the response's events; True when it completed."""
         modalities = response.get("output_modalities") or session.get("output_modalities") or ["audio"]
         rid = f"resp_{key[:12]}"
-        if fault in ("error", "invalid", "ratelimit") and await self._early_fault(ws, fault):
+        if fault in ("error", "invalid", "ratelimit", "errortext") and await self._early_fault(ws, fault):
             return False
         if fault == "expired":
             await self._error(
@@ -342,11 +411,13 @@ class FakeRealtimeServer:
             )
             await ws.close()
             raise _Dropped
-        await self._send(
-            ws, "rate_limits.updated",
-            rate_limits=[{"name": "requests", "limit": 10000, "remaining": 9999, "reset_seconds": 0.006},
-                         {"name": "tokens", "limit": 2000000, "remaining": 1990000, "reset_seconds": 0.3}],
-        )  # fmt: skip
+        limits: Any = [{"name": "requests", "limit": 10000, "remaining": 9999, "reset_seconds": 0.006},
+                       {"name": "tokens", "limit": 2000000, "remaining": 1990000, "reset_seconds": 0.3}]  # fmt: skip
+        if fault == "resetsoon":
+            limits[0]["reset_seconds"] = "soon"
+        elif fault == "limitsnumber":
+            limits = 7
+        await self._send(ws, "rate_limits.updated", rate_limits=limits)
         base = {
             "id": rid,
             "object": "realtime.response",
@@ -379,13 +450,25 @@ class FakeRealtimeServer:
             details = {"type": "failed", "error": {"type": "server_error", "code": "server_error",
                                                    "message": "The server had an error processing the response."}}  # fmt: skip
         usage = {"total_tokens": 10 + len(words), "input_tokens": 10, "output_tokens": len(words)}
-        done = {**base, "status": status, "status_details": details, "output": [done_item], "usage": usage}
+        done: Any = {
+            **base,
+            "status": status,
+            "status_details": details,
+            "output": [done_item],
+            "usage": usage,
+        }
+        if fault == "detailstext":
+            done["status_details"] = "oops"
+        elif fault == "donetext":
+            done = "done!"
         await self._send(ws, "response.done", response=done)
         return status != "failed"
 
     async def _early_fault(self, ws: Any, fault: str) -> bool:
         if fault == "error":
             await self._error(ws, "server_error", "server_error", "The server had an error (injected).")
+        elif fault == "errortext":
+            await self._send(ws, "error", error="something broke (injected)")
         elif fault == "invalid":
             await self._error(
                 ws, "invalid_request_error", "invalid_value", "The request was refused (injected)."
@@ -415,18 +498,20 @@ class FakeRealtimeServer:
         rounds = max(len(chunks), len(words))
         for i in range(rounds):
             if i < len(words):
-                await self._send(ws, "response.output_audio_transcript.delta", **where,
+                await self._send(ws, _named("response.output_audio_transcript.delta", fault), **where,
                                  delta=(" " if i else "") + words[i])  # fmt: skip
             if i < len(chunks):
                 data = base64.b64encode(chunks[i]).decode()
                 if fault == "undecodable" and i == len(chunks) - 1:
                     data = data[:-3] + "!"
-                await self._send(ws, "response.output_audio.delta", **where, delta=data)
+                await self._send(ws, _named("response.output_audio.delta", fault), **where, delta=data)
             await self._mid_fault(ws, fault, i)
             await asyncio.sleep(seconds / rounds)
         transcript = " ".join(words)
-        await self._send(ws, "response.output_audio.done", **where)
-        await self._send(ws, "response.output_audio_transcript.done", **where, transcript=transcript)
+        await self._send(ws, _named("response.output_audio.done", fault), **where)
+        await self._send(
+            ws, _named("response.output_audio_transcript.done", fault), **where, transcript=transcript
+        )
         part = {"type": "output_audio", "transcript": transcript}
         await self._send(ws, "response.content_part.done", **where, part=part)
         return part
@@ -436,11 +521,13 @@ class FakeRealtimeServer:
     ) -> dict[str, Any]:
         await self._send(ws, "response.content_part.added", **where, part={"type": "text", "text": ""})
         for i, word in enumerate(words):
-            await self._send(ws, "response.output_text.delta", **where, delta=(" " if i else "") + word)
+            await self._send(
+                ws, _named("response.output_text.delta", fault), **where, delta=(" " if i else "") + word
+            )
             await self._mid_fault(ws, fault, i)
             await asyncio.sleep(seconds / len(words))
         text = " ".join(words)
-        await self._send(ws, "response.output_text.done", **where, text=text)
+        await self._send(ws, _named("response.output_text.done", fault), **where, text=text)
         part = {"type": "output_text", "text": text}
         await self._send(ws, "response.content_part.done", **where, part=part)
         return part
@@ -466,6 +553,11 @@ class FakeRealtimeServer:
             self.errors_sent.append(code)
         error = {"type": kind, "code": code, "message": message, "param": param, "event_id": None}
         await self._send(ws, "error", error=error)
+
+
+def _named(kind: str, fault: str | None) -> str:
+    """The event's name: its beta protocol name under the `beta` fault."""
+    return BETA_NAMES.get(kind, kind) if fault == "beta" else kind
 
 
 def _bad_audio(items: list[Any]) -> str | None:
@@ -494,10 +586,13 @@ def main(argv: list[str] | None = None) -> None:
         "--latency", default="0.2,1.0", help="low,high seconds per response (default 0.2,1.0)"
     )
     parser.add_argument("--api_key", default=None, help="refuse other keys with HTTP 401")
+    parser.add_argument(
+        "--parallel", action="store_true", help="run several responses at once on one session"
+    )
     args = parser.parse_args(argv)
     low, high = (float(x) for x in args.latency.split(","))
     with FakeRealtimeServer(
-        latency=(low, high), port=args.port, api_key=args.api_key, keep_requests=False
+        latency=(low, high), port=args.port, api_key=args.api_key, keep_requests=False, parallel=args.parallel
     ) as server:
         print(json.dumps({"base_url": server.base_url}), flush=True)
         for line in sys.stdin:

@@ -13,14 +13,30 @@ waits for a connection and none is closed and reopened between requests.
 from __future__ import annotations
 
 import asyncio
+import email.utils
+import json
+import time
 import urllib.request
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from audioeval.errors import ModelError
 from audioeval.models.api.body import JsonBody
+from audioeval.models.api.policy import Problem
+from audioeval.types import FailureKind
 
 USER_AGENT = "audioeval"
+RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504}
+OVERLOAD_STATUS = {429, 503}  # with timeouts: the signals that lower the concurrency limit
+REFUSED_STATUS = {
+    400,
+    413,
+    422,
+}  # the server refused this request (too many clips, too long): its fault alone
+# The most a reply may hold once decompressed (a spoken answer of 10 minutes is about 38 MB of base64 WAV): a
+# server sending more (a gzip bomb, an endless answer) is a counted failure, and memory stays bounded.
+MAX_REPLY_BYTES = 64 * 2**20
 
 
 @dataclass(frozen=True)
@@ -28,6 +44,129 @@ class HttpReply:
     status: int
     headers: Any  # case-insensitive mapping
     data: bytes
+
+
+class HttpStatusError(Exception):
+    """The endpoint answered with an HTTP error status."""
+
+    def __init__(self, reply: HttpReply) -> None:
+        super().__init__(f"HTTP {reply.status}")
+        self.status = reply.status
+        self.message = error_message(reply.data)
+        self.headers = reply.headers
+
+
+class MalformedReply(Exception):
+    """A reply that is not what was asked for (not JSON, not a chat completion, bad audio)."""
+
+
+class ReplyTooLarge(Exception):
+    """A reply over MAX_REPLY_BYTES once decompressed."""
+
+
+def status_kind(status: int) -> FailureKind:
+    """The kind of failure an HTTP error status is."""
+    if status == 429:
+        return "rate_limited"
+    if status >= 500:
+        return "server"
+    if status in REFUSED_STATUS:
+        return "refused"
+    return "http"
+
+
+def http_problem(err: Exception, timeout: float) -> Problem | None:
+    """What an HTTP attempt's exception means for the retry policy; None for errors that are not the
+    endpoint's (a rejected key is a ModelError that stops the run; a bug is re-raised)."""
+    import aiohttp
+
+    if isinstance(err, ModelError):
+        return None
+    if isinstance(err, TimeoutError):  # before ClientError: aiohttp's timeouts are both
+        return Problem("timeout", "APITimeoutError", f"no reply within {timeout:g} s", True, overloaded=True)
+    if isinstance(err, HttpStatusError):
+        s = err.status
+        return Problem(
+            status_kind(s),
+            f"HTTP {s}",
+            short(err.message),
+            retryable=s in RETRYABLE_STATUS,
+            overloaded=s in OVERLOAD_STATUS,
+            retry_after=parse_retry_after(err.headers),
+            status=s,
+        )
+    if isinstance(err, ReplyTooLarge):  # asking again brings the same flood
+        return Problem("limit", "reply too large", str(err), retryable=False)
+    if isinstance(err, aiohttp.ClientError | ConnectionError):
+        return Problem("connection", "APIConnectionError", short(str(err) or type(err).__name__), True)
+    if isinstance(err, MalformedReply):  # an HTML page, broken JSON, no choices, bad audio
+        return Problem("malformed", "malformed reply", short(str(err)), True)
+    return None
+
+
+def error_message(data: bytes) -> str:
+    """The message of an error reply: OpenAI's `error.message`, vLLM's `message`, FastAPI's `detail`, else
+    the reply's text."""
+    text = data.decode("utf-8", "replace")
+    try:
+        reply = json.loads(text)
+    except ValueError:
+        return text
+    if isinstance(reply, dict):
+        error = reply.get("error")
+        if isinstance(error, dict) and error.get("message"):
+            return str(error["message"])
+        for key in ("message", "detail", "error"):
+            if reply.get(key):
+                return str(reply[key])
+    return text
+
+
+def parse_retry_after(headers: Any) -> float | None:
+    """Seconds to wait from retry-after-ms, or Retry-After as seconds or an HTTP date; None when absent."""
+    if not headers:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms is not None:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+async def read_capped(response: Any, limit: int | None = None) -> bytes:
+    """An aiohttp response's body, decompressed, refused once it passes `limit` bytes (MAX_REPLY_BYTES)."""
+    limit = MAX_REPLY_BYTES if limit is None else limit
+    declared = response.content_length
+    if declared is not None and declared > limit and not response.headers.get("Content-Encoding"):
+        raise ReplyTooLarge(f"the reply declares {declared:,} bytes; at most {limit:,} are read")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.content.iter_chunked(2**20):
+        size += len(chunk)
+        if size > limit:
+            raise ReplyTooLarge(
+                f"the reply holds more than {limit:,} bytes (decompressed); the rest was not read"
+            )
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def short(text: str, limit: int = 300) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def endpoint_url_and_headers(api_key: str, base_url: str | None, path: str) -> tuple[str, dict[str, str]]:
@@ -92,12 +231,13 @@ class HttpEndpoint:
         return self._session
 
     async def post(self, body: JsonBody) -> HttpReply:
-        """One attempt. Raises TimeoutError past the timeout, aiohttp.ClientError when the connection fails."""
+        """One attempt. Raises TimeoutError past the timeout, aiohttp.ClientError when the connection fails,
+        ReplyTooLarge for a reply over MAX_REPLY_BYTES."""
         from audioeval.models.api.payload import ChunksPayload
 
         session = self._current()
         async with session.post(self.url, data=ChunksPayload(body), proxy=self._proxy) as response:
-            data = await response.read()
+            data = await read_capped(response)
             return HttpReply(response.status, response.headers, data)
 
     async def aclose(self) -> None:

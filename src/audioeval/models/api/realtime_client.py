@@ -24,23 +24,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
-import time
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from audioeval.errors import ModelError
-from audioeval.models.api.client import EndpointDown, EndpointSettings
-from audioeval.models.api.concurrency import AdaptiveLimit
 from audioeval.models.api.http import endpoint_url_and_headers
-from audioeval.models.api.realtime_session import Answer, RealtimeSession, SessionFailure
+from audioeval.models.api.policy import EndpointPolicy, EndpointSettings, Outcome, Problem
+from audioeval.models.api.realtime_session import Answer, BetaProtocol, RealtimeSession, SessionFailure
 from audioeval.models.endpoint_stats import EndpointStats
-from audioeval.types import Failure
 
 log = logging.getLogger("audioeval")
-
-MAX_FREE_RENEWALS = 3  # session expiries (or pooled sessions found closed) one request may meet for free
 
 
 def realtime_url_and_headers(
@@ -56,19 +49,6 @@ def realtime_url_and_headers(
     return urlunsplit(parts._replace(scheme=scheme, query=query)), headers
 
 
-@dataclass
-class Outcome:
-    answer: Answer | None
-    failure: Failure | None
-    latency_s: float
-    attempts: int
-    renewals: int  # sessions renewed on the server's word (expired) while answering
-
-    @property
-    def error(self) -> str | None:
-        return None if self.failure is None else str(self.failure)
-
-
 class RealtimeClient:
     def __init__(
         self,
@@ -82,18 +62,19 @@ class RealtimeClient:
         self.session_update = session_update
         self.stats = stats
         self.session_lifetime = session_lifetime
-        assert settings.max_concurrent is not None  # set by EndpointSettings.__post_init__
-        self.limit = AdaptiveLimit(settings.num_concurrent, settings.max_concurrent, stats)
+        self.policy = EndpointPolicy(settings, stats, noun="responses")
         self.url, self.headers = realtime_url_and_headers(
             settings.api_key(), settings.base_url, settings.model, websocket_url
         )
         self.sessions_opened = 0
-        self.down: str | None = None
         self._idle: list[RealtimeSession] = []
         self._http: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._paused_until = 0.0  # monotonic time before which no response is sent (an exhausted rate limit)
-        self._consecutive_failures = 0
+        self._said_beta = False
+
+    @property
+    def down(self) -> str | None:
+        return self.policy.down
 
     # --- sessions ----------------------------------------------------------------------------------------
     def _current_http(self) -> Any:
@@ -105,8 +86,9 @@ class RealtimeClient:
             self._loop, self._idle = loop, []
         return self._http
 
-    async def _session(self) -> RealtimeSession:
-        """An idle session young enough to finish a response, else a new one."""
+    async def _session(self, opening: list[RealtimeSession]) -> RealtimeSession:
+        """An idle session young enough to finish a response, else a new one (put in `opening` as soon as its
+        socket is open, so a timeout can say what it was waiting for)."""
         http = self._current_http()
         while self._idle:
             session = self._idle.pop()
@@ -114,7 +96,9 @@ class RealtimeClient:
                 return session
             await session.close()  # renewed before the server ends it
         try:
-            session = await RealtimeSession.open(http, self.url, self.headers, self.session_update)
+            session = await RealtimeSession.connect(http, self.url, self.headers)
+            opening.append(session)
+            await session.configure(self.session_update)
         except SessionFailure as failure:
             if failure.status == 401:
                 raise ModelError(
@@ -141,124 +125,82 @@ class RealtimeClient:
         await http.close()
 
     # --- one response ------------------------------------------------------------------------------------
-    async def respond(self, create_event: str, audio_out: bool) -> Outcome:
-        """The answer to one `response.create` event (its JSON), retried as configured. Raises EndpointDown when
-        the endpoint failed too many responses in a row, ModelError when it rejects the key or the session."""
-        attempts = renewals = 0
-        started = time.perf_counter()
-        while True:
-            if self.down is not None:
-                raise EndpointDown(self.down)
-            attempts += 1
-            if attempts > 1:
-                self.stats.retries += 1
-            slot = await self.limit.acquire()
-            attempt_started = time.perf_counter()
-            try:
-                answer = await self._attempt(create_event, audio_out)
-            except SessionFailure as failure:
-                self._count(failure)
-                self.limit.release(slot, overloaded=failure.overloaded)
-                if failure.free and renewals < MAX_FREE_RENEWALS:
-                    renewals += 1
-                    attempts -= 1  # the session's time was up, not the request's turn
-                    continue
-                if not failure.retryable or attempts > self.settings.max_retries:
-                    return self._give_up(failure, attempts, renewals, time.perf_counter() - started)
-                await self._wait(failure, attempts)
-                continue
-            except BaseException:
-                self.limit.release(slot)
-                raise
-            self.limit.release(slot)
-            self.stats.latency.add(time.perf_counter() - attempt_started)
-            self._consecutive_failures = 0
-            return Outcome(answer, None, time.perf_counter() - started, attempts, renewals)
+    async def respond(self, create_event: str, audio_out: bool) -> Outcome[Answer]:
+        """The answer to one `response.create` event (its JSON), under the endpoint policy. Raises EndpointDown
+        when the endpoint failed too many responses in a row, ModelError when it rejects the key or the
+        session, or answers in the beta protocol only."""
+        return await self.policy.call(lambda: self._attempt(create_event, audio_out), self._classify)
 
     async def _attempt(self, create_event: str, audio_out: bool) -> Answer:
         import aiohttp
 
-        delay = self._paused_until - time.monotonic()
-        if delay > 0:
-            await asyncio.sleep(delay)
+        opening: list[RealtimeSession] = []
         session: RealtimeSession | None = None
         try:
             async with asyncio.timeout(self.settings.timeout):
-                session = await self._session()
+                session = await self._session(opening)
                 answer = await session.respond(create_event, audio_out)
-        except SessionFailure as failure:
-            self._note_rate_limit(session)
-            if session is not None:
-                await session.close()
-            raise failure from None
+        except SessionFailure:
+            await self._discard(session or (opening[0] if opening else None))
+            raise
+        except BetaProtocol as err:  # nothing readable came, and nothing will: the run stops, saying why
+            await self._discard(session)
+            raise ModelError(self._say_beta(err.events, stopped=True)) from None
         except TimeoutError:
-            if session is not None:
-                await session.close()
+            stuck = session or (opening[0] if opening else None)
+            await self._discard(stuck)
+            awaiting = stuck.awaiting if stuck is not None else "the WebSocket handshake"
             raise SessionFailure(
                 "timeout",
                 "timeout",
-                f"no response.done within {self.settings.timeout:g} s",
+                f"no {awaiting} within {self.settings.timeout:g} s",
                 retryable=True,
                 overloaded=True,
             ) from None
         except (aiohttp.ClientError, ConnectionError) as err:
-            if session is not None:
-                await session.close()
+            await self._discard(session or (opening[0] if opening else None))
             raise SessionFailure(
                 "connection", "connection failed", " ".join(str(err).split())[:200], retryable=True
             ) from None
         except BaseException:  # cancelled (Ctrl-C): the socket goes with the response it was reading
-            if session is not None:
-                await session.close()
+            await self._discard(session or (opening[0] if opening else None))
             raise
         self._note_rate_limit(session)
         self._idle.append(session)
+        if answer.beta_events:
+            self._say_beta(answer.beta_events, stopped=False)
         if answer.unknown_events:
             log.debug("%s: ignored events %s", self.settings.label, sorted(set(answer.unknown_events)))
         return answer
 
-    def _note_rate_limit(self, session: RealtimeSession | None) -> None:
-        if session is not None and session.rate_limit_wait:
-            wait = min(session.rate_limit_wait, self.settings.max_retry_after)
-            self._paused_until = max(self._paused_until, time.monotonic() + wait)
+    async def _discard(self, session: RealtimeSession | None) -> None:
+        """A session on which anything went wrong is closed, never reused."""
+        if session is not None:
+            self._note_rate_limit(session)
+            await session.close()
+
+    def _note_rate_limit(self, session: RealtimeSession) -> None:
+        if session.rate_limit_wait:
+            self.policy.pause(session.rate_limit_wait)
             session.rate_limit_wait = None
 
-    def _count(self, failure: SessionFailure) -> None:
-        if failure.kind == "timeout":
-            self.stats.timeouts += 1
-        elif failure.kind == "rate_limited":  # as HTTP 429 is counted for Chat Completions
-            self.stats.http_429 += 1
-        elif failure.kind == "server" and not failure.free:  # server errors, failed responses, 5xx handshakes
-            self.stats.http_5xx += 1
+    @staticmethod
+    def _classify(err: Exception) -> Problem | None:
+        return None  # a SessionFailure carries its own Problem; anything else is not the endpoint's
 
-    def _give_up(self, failure: SessionFailure, attempts: int, renewals: int, elapsed: float) -> Outcome:
-        detail = f"{failure.reason} after {attempts} attempt(s): {failure.detail}"
-        if failure.retryable or failure.free:  # the endpoint's trouble, not one request's
-            self._consecutive_failures += 1
-        if self._consecutive_failures >= self.settings.max_consecutive_failures and self.down is None:
-            self.down = (
-                f"{self.settings.label} is not answering: {self._consecutive_failures} responses in a row failed "
-                f"after up to {self.settings.max_retries + 1} attempts each; last: {failure.reason}: "
-                f"{failure.detail}. Responses received so far are in the response cache: run the same command "
-                "again once the endpoint is back and only the missing requests are sent."
-            )
-            raise EndpointDown(self.down)
-        return Outcome(None, Failure(failure.kind, detail, failure.status), elapsed, attempts, renewals)
-
-    async def _wait(self, failure: SessionFailure, attempts: int) -> None:
-        if failure.retry_after is not None:
-            delay = min(failure.retry_after, self.settings.max_retry_after)
-        else:
-            delay = min(self.settings.backoff_max, self.settings.backoff_base * 2 ** (attempts - 1))
-            delay *= 0.5 + random.random() / 2
-        level = logging.INFO if delay > 5.0 else logging.DEBUG
-        log.log(
-            level,
-            "%s: %s; waiting %.1f s before attempt %d of %d",
-            self.settings.label,
-            failure.reason,
-            delay,
-            attempts + 1,
-            self.settings.max_retries + 1,
+    def _say_beta(self, events: list[str], stopped: bool) -> str:
+        """The beta event names arrived: said once (a warning), or the run stops when they were all there was."""
+        names = ", ".join(sorted(set(events))[:6])
+        message = (
+            f"{self.settings.label} sent events of the beta Realtime protocol ({names}), which this backend "
+            "ignores: it reads the GA events (response.output_audio.delta, response.output_text.delta, ...)."
         )
-        await asyncio.sleep(delay)
+        if stopped:
+            return (
+                f"{message} Its answers came only as beta events, so none could be read. Point base_url at an "
+                "endpoint that speaks the GA Realtime protocol."
+            )
+        if not self._said_beta:
+            self._said_beta = True
+            log.warning("%s The GA events of the same responses were read.", message)
+        return message

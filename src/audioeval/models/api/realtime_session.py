@@ -1,10 +1,14 @@
 """One Realtime API session over a WebSocket (the GA event protocol): opened and configured once, then
-answering one out-of-band response at a time (the API allows one active response per conversation).
+answering one out-of-band response at a time.
 
 A response's events are read until its `response.done`: audio deltas (base64 PCM16), their transcript, or
-text deltas. Whatever goes wrong is a `SessionFailure` saying whether a retry makes sense, whether it is an
+text deltas, each checked against its typed shape first (realtime_events.py). Whatever goes wrong is a
+`SessionFailure`: a `Problem` for the endpoint policy saying whether a retry makes sense, whether it is an
 overload signal, and whether it spends a retry (a session that reached its time limit does not: the request
-is not at fault). Events the protocol may add later are counted and ignored, not failures.
+is not at fault). Events the protocol may add later are listed and ignored, not failures; the beta protocol's
+names for the GA events (`response.audio.delta`, ...) are listed apart, so the client can say they arrived.
+An answer larger than the harness accepts (MAX_ANSWER_AUDIO_BYTES of audio, MAX_ANSWER_TEXT_CHARS of text) is
+a counted failure, read no further.
 """
 
 from __future__ import annotations
@@ -15,8 +19,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from audioeval.models.api.client import status_kind
+from audioeval.models.api import realtime_events as events
+from audioeval.models.api.http import status_kind
+from audioeval.models.api.policy import Problem, Rejected
+from audioeval.models.api.realtime_events import RATE, MalformedEvent
 from audioeval.types import FailureKind
+
+__all__ = ["RATE", "Answer", "BetaProtocol", "RealtimeSession", "SessionFailure"]
 
 
 def _fastest_b64decode() -> Any:
@@ -31,12 +40,14 @@ def _fastest_b64decode() -> Any:
 
 
 b64decode = _fastest_b64decode()
-RATE = 24000  # the GA `audio/pcm` format: 16-bit mono little-endian at 24 kHz, declared both ways
+MAX_ANSWER_AUDIO_BYTES = 64 * 2**20  # PCM16 at 24 kHz: about 23 minutes
+MAX_ANSWER_TEXT_CHARS = 4 * 2**20
 
 # server events a response may carry that need nothing from the client
 _QUIET_EVENTS = frozenset(
     {
         "session.updated",
+        "response.created",
         "response.output_item.added",
         "response.output_item.done",
         "response.content_part.added",
@@ -49,6 +60,17 @@ _QUIET_EVENTS = frozenset(
         "output_audio_buffer.started",
         "output_audio_buffer.stopped",
         "output_audio_buffer.cleared",
+    }
+)
+# the beta protocol's names of the GA events this client reads (GA: response.output_audio.delta, ...)
+BETA_EVENTS = frozenset(
+    {
+        "response.audio.delta",
+        "response.audio.done",
+        "response.audio_transcript.delta",
+        "response.audio_transcript.done",
+        "response.text.delta",
+        "response.text.done",
     }
 )
 
@@ -65,9 +87,18 @@ class Answer:
     status: str  # completed, or incomplete (cut at max_output_tokens, content filter)
     reason: str | None = None  # why incomplete
     unknown_events: list[str] = field(default_factory=list)  # event types the protocol did not name, ignored
+    beta_events: list[str] = field(default_factory=list)  # beta names of GA events, ignored
 
 
-class SessionFailure(Exception):
+class BetaProtocol(Exception):
+    """A response whose content came only as beta events: nothing the client reads arrived."""
+
+    def __init__(self, names: list[str]) -> None:
+        super().__init__(", ".join(sorted(set(names))))
+        self.events = names
+
+
+class SessionFailure(Rejected):
     """An attempt that did not give an answer; the session it happened on is not used again."""
 
     def __init__(
@@ -82,22 +113,30 @@ class SessionFailure(Exception):
         free: bool = False,
         status: int | None = None,
     ) -> None:
-        super().__init__(f"{reason}: {detail}")
-        self.kind = kind  # the Failure kind a response failed this way gets
-        self.reason = reason  # short: "error server_error", "connection dropped", "malformed event", ...
-        self.detail = detail
-        self.retryable = retryable
-        self.overloaded = overloaded  # lowers the concurrency limit (rate limits, timeouts)
-        self.retry_after = retry_after
-        self.free = free  # the retry spends no attempt (the session hit its time limit)
-        self.status = status  # the HTTP status of a refused handshake
+        super().__init__(Problem(kind, reason, detail, retryable, overloaded, retry_after, status, free))
+
+    @property
+    def reason(self) -> str:
+        return self.problem.reason
+
+    @property
+    def detail(self) -> str:
+        return self.problem.detail
+
+    @property
+    def status(self) -> int | None:
+        return self.problem.status
+
+    @property
+    def retryable(self) -> bool:
+        return self.problem.retryable
 
 
-def error_failure(error: dict[str, Any], rate_limit_wait: float | None) -> SessionFailure:
+def error_failure(error: events.ErrorBody, rate_limit_wait: float | None) -> SessionFailure:
     """An `error` event as a failure: session expiry renews the session for free, rate limits and server
     errors are retried, anything else (the request was refused) is not."""
-    kind, code = str(error.get("type") or "error"), str(error.get("code") or "")
-    message = " ".join(str(error.get("message") or "").split())[:300]
+    kind, code = error.type or "error", str(error.code or "")
+    message = " ".join((error.message or "").split())[:300]
     reason = f"error {code or kind}"
     if code == "session_expired" or "maximum duration" in message:
         return SessionFailure("server", reason, message, retryable=True, free=True)
@@ -110,12 +149,17 @@ def error_failure(error: dict[str, Any], rate_limit_wait: float | None) -> Sessi
     return SessionFailure("refused", reason, message, retryable=False)
 
 
+def malformed(detail: str) -> SessionFailure:
+    return SessionFailure("malformed", "malformed event", _short(detail), retryable=True)
+
+
 class RealtimeSession:
     def __init__(self, ws: Any) -> None:
         self.ws = ws
         self.opened = time.monotonic()
         self.rate_limit_wait: float | None = None  # seconds until an exhausted rate limit resets, once seen
         self.answered = 0  # responses completed on this session
+        self.awaiting = "session.created"  # what the session waits for from the server (said on a timeout)
 
     @property
     def age(self) -> float:
@@ -126,12 +170,8 @@ class RealtimeSession:
         return bool(self.ws.closed)
 
     @classmethod
-    async def open(
-        cls, http: Any, url: str, headers: dict[str, str], update: dict[str, Any]
-    ) -> RealtimeSession:
-        """Connect, wait for `session.created`, send `session.update` and wait for `session.updated`. Raises
-        SessionFailure (with `status` for a refused handshake); a server that refuses the session settings
-        raises one that is not retryable, with its message."""
+    async def connect(cls, http: Any, url: str, headers: dict[str, str]) -> RealtimeSession:
+        """The WebSocket handshake. Raises SessionFailure (with `status`) when the server refuses it."""
         import aiohttp
 
         try:
@@ -146,15 +186,17 @@ class RealtimeSession:
                 overloaded=status in (429, 503),
                 status=status,
             ) from err
-        session = cls(ws)
-        try:
-            await session._expect("session.created")
-            await ws.send_str(json.dumps({"type": "session.update", "session": update}))
-            _check_formats((await session._expect("session.updated")).get("session") or {})
-        except BaseException:
-            await session.close()
-            raise
-        return session
+        return cls(ws)
+
+    async def configure(self, update: dict[str, Any]) -> None:
+        """Wait for `session.created`, send `session.update` and wait for `session.updated`. A server that
+        refuses the session settings raises a SessionFailure that is not retryable, with its message. The
+        caller closes the session when this raises."""
+        await self._expect("session.created")
+        await self.ws.send_str(json.dumps({"type": "session.update", "session": update}))
+        self.awaiting = "session.updated"
+        _check_formats(self._read(events.SessionEvent, await self._expect("session.updated")).session)
+        self.awaiting = "response.create to send"
 
     async def _expect(self, kind: str) -> dict[str, Any]:
         while True:
@@ -162,13 +204,20 @@ class RealtimeSession:
             if event["type"] == kind:
                 return event
             if event["type"] == "error":
-                failure = error_failure(event.get("error") or {}, None)
+                failure = error_failure(self._read(events.ErrorEvent, event).error, None)
                 raise SessionFailure(
-                    failure.kind,
+                    failure.problem.kind,
                     "session refused",
                     f"{failure.reason}: {failure.detail}",
                     retryable=failure.retryable,
                 )
+
+    @staticmethod
+    def _read(shape: type[events.S], event: dict[str, Any]) -> events.S:
+        try:
+            return events.read(shape, event)
+        except MalformedEvent as err:
+            raise malformed(str(err)) from None
 
     async def _next_event(self) -> dict[str, Any]:
         import aiohttp
@@ -178,16 +227,12 @@ class RealtimeSession:
             try:
                 event = json.loads(message.data)
             except ValueError:
-                raise SessionFailure(
-                    "malformed", "malformed event", _short(message.data), retryable=True
-                ) from None
+                raise malformed(message.data) from None
             if isinstance(event, dict) and isinstance(event.get("type"), str):
                 return event
-            raise SessionFailure("malformed", "malformed event", _short(message.data), retryable=True)
+            raise malformed(message.data)
         if message.type is aiohttp.WSMsgType.BINARY:
-            raise SessionFailure(
-                "malformed", "malformed event", f"a binary frame of {len(message.data)} bytes", retryable=True
-            )
+            raise malformed(f"a binary frame of {len(message.data)} bytes")
         code = self.ws.close_code
         raise SessionFailure(
             "connection",
@@ -200,6 +245,7 @@ class RealtimeSession:
         """Send one `response.create` and read its events until `response.done`."""
         sent = time.perf_counter()
         reader = _ResponseReader(sent, audio_out)
+        self.awaiting = "response.done"
         try:
             await self.ws.send_str(create_event)
             event = await self._next_event()
@@ -217,15 +263,19 @@ class RealtimeSession:
         while True:
             kind = event["type"]
             if kind == "rate_limits.updated":
-                self.rate_limit_wait = _exhausted_wait(event)
+                self.rate_limit_wait = events.exhausted_wait(self._read(events.RateLimitsEvent, event))
             elif kind == "error":
-                raise error_failure(event.get("error") or {}, self.rate_limit_wait)
+                raise error_failure(self._read(events.ErrorEvent, event).error, self.rate_limit_wait)
             elif kind == "response.done":
-                answer = reader.done(event.get("response") or {})
+                answer = reader.done(self._read(events.ResponseDoneEvent, event).response)
                 self.answered += 1
+                self.awaiting = "response.create to send"
                 return answer
             else:
-                reader.read(kind, event)
+                try:
+                    reader.read(kind, event)
+                except MalformedEvent as err:
+                    raise malformed(str(err)) from None
             event = await self._next_event()
 
     async def close(self) -> None:
@@ -242,42 +292,72 @@ class _ResponseReader:
         self.sent = sent
         self.audio_out = audio_out
         self.audio: list[bytes] = []
+        self.audio_bytes = 0
         self.transcript: list[str] = []
         self.final_transcript: str | None = None
         self.text: list[str] = []
         self.final_text: str | None = None
+        self.text_chars = 0
         self.first_audio: float | None = None
         self.unknown: list[str] = []
+        self.beta: list[str] = []
 
     def read(self, kind: str, event: dict[str, Any]) -> None:
+        """One event of the response (MalformedEvent when its fields do not fit its type)."""
         if kind == "response.output_audio.delta":
-            try:
-                self.audio.append(b64decode(str(event.get("delta") or ""), validate=True))
-            except (binascii.Error, ValueError):
-                raise SessionFailure(
-                    "malformed", "undecodable audio", "an output_audio delta is not base64", retryable=True
-                ) from None
-            if self.first_audio is None:
-                self.first_audio = time.perf_counter()
+            self._audio(events.delta_text(event))
         elif kind == "response.output_audio_transcript.delta":
-            self.transcript.append(str(event.get("delta") or ""))
+            self.transcript.append(self._text(events.delta_text(event)))
         elif kind == "response.output_audio_transcript.done":
-            self.final_transcript = str(event.get("transcript") or "")
+            self.final_transcript = events.read(events.TranscriptDone, event).transcript
         elif kind == "response.output_text.delta":
-            self.text.append(str(event.get("delta") or ""))
+            self.text.append(self._text(events.delta_text(event)))
         elif kind == "response.output_text.done":
-            self.final_text = str(event.get("text") or "")
-        elif kind not in _QUIET_EVENTS and kind != "response.created":
+            self.final_text = events.read(events.TextDone, event).text
+        elif kind in BETA_EVENTS:
+            self.beta.append(kind)
+        elif kind not in _QUIET_EVENTS:
             self.unknown.append(kind)
 
-    def done(self, response: dict[str, Any]) -> Answer:
-        status = str(response.get("status") or "completed")
-        details = response.get("status_details") or {}
+    def _audio(self, delta: str) -> None:
+        try:
+            chunk = b64decode(delta, validate=True)
+        except (binascii.Error, ValueError):
+            raise SessionFailure(
+                "malformed", "undecodable audio", "an output_audio delta is not base64", retryable=True
+            ) from None
+        self.audio_bytes += len(chunk)
+        if self.audio_bytes > MAX_ANSWER_AUDIO_BYTES:
+            raise SessionFailure(
+                "limit",
+                "answer too large",
+                f"more than {MAX_ANSWER_AUDIO_BYTES:,} bytes of audio (about "
+                f"{MAX_ANSWER_AUDIO_BYTES / (2 * RATE) / 60:.0f} minutes); the rest was not read",
+                retryable=False,
+            )
+        self.audio.append(chunk)
+        if self.first_audio is None:
+            self.first_audio = time.perf_counter()
+
+    def _text(self, delta: str) -> str:
+        self.text_chars += len(delta)
+        if self.text_chars > MAX_ANSWER_TEXT_CHARS:
+            raise SessionFailure(
+                "limit",
+                "answer too large",
+                f"more than {MAX_ANSWER_TEXT_CHARS:,} characters of text; the rest was not read",
+                retryable=False,
+            )
+        return delta
+
+    def done(self, response: events.ResponseBody) -> Answer:
+        status = response.status
+        details = response.status_details or events.StatusDetails()
         if status in ("failed", "cancelled"):
-            error = details.get("error") or {}
-            why = error.get("code") or error.get("type") or details.get("reason") or "no reason given"
-            message = " ".join(str(error.get("message") or "").split())[:300]
-            retryable = status == "cancelled" or error.get("type") == "server_error"
+            error = details.error or events.StatusError()
+            why = str(error.code or error.type or details.reason or "no reason given")
+            message = " ".join((error.message or "").split())[:300]
+            retryable = status == "cancelled" or error.type == "server_error"
             raise SessionFailure(
                 "server" if retryable else "refused",
                 f"response {status}",
@@ -286,6 +366,9 @@ class _ResponseReader:
             )
         audio = b"".join(self.audio)
         transcript = self.final_transcript if self.final_transcript is not None else "".join(self.transcript)
+        text = self.final_text if self.final_text is not None else "".join(self.text)
+        if self.beta and not (audio if self.audio_out else text):
+            raise BetaProtocol(self.beta)  # the content came under the beta names only
         if self.audio_out and not audio:
             raise SessionFailure(
                 "malformed",
@@ -300,7 +383,6 @@ class _ResponseReader:
                 f"{len(audio)} bytes are not whole 16-bit samples",
                 retryable=True,
             )
-        text = self.final_text if self.final_text is not None else "".join(self.text)
         return Answer(
             text=transcript if self.audio_out else text,
             audio=audio,
@@ -308,33 +390,24 @@ class _ResponseReader:
             first_audio_s=None if self.first_audio is None else self.first_audio - self.sent,
             generation_s=time.perf_counter() - self.sent,
             status=status,
-            reason=details.get("reason") if status != "completed" else None,
+            reason=details.reason if status != "completed" else None,
             unknown_events=self.unknown,
+            beta_events=self.beta,
         )
 
 
-def _check_formats(session: dict[str, Any]) -> None:
+def _check_formats(session: events.Session) -> None:
     """The audio formats the server says the session has must be the 24 kHz PCM the audio is resampled to."""
-    audio = session.get("audio") or {}
+    audio = session.audio or events.SessionAudio()
     for side in ("input", "output"):
-        fmt = (audio.get(side) or {}).get("format") or {}
-        if fmt and (fmt.get("type", "audio/pcm") != "audio/pcm" or int(fmt.get("rate") or RATE) != RATE):
+        fmt = (getattr(audio, side) or events.AudioSide()).format
+        if fmt is not None and ((fmt.type or "audio/pcm") != "audio/pcm" or (fmt.rate or RATE) != RATE):
             raise SessionFailure(
                 "refused",
                 "session refused",
-                f"the session's {side} audio is {fmt}, not 24 kHz PCM",
+                f"the session's {side} audio is {fmt.model_dump()}, not 24 kHz PCM",
                 retryable=False,
             )
-
-
-def _exhausted_wait(event: dict[str, Any]) -> float | None:
-    """Seconds until the exhausted rate limits of a `rate_limits.updated` event reset; None when none is."""
-    waits = [
-        float(limit.get("reset_seconds") or 0.0)
-        for limit in event.get("rate_limits") or []
-        if isinstance(limit, dict) and limit.get("remaining") == 0
-    ]
-    return max(waits) if waits else None
 
 
 def _short(text: Any, limit: int = 120) -> str:

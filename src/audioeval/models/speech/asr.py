@@ -7,6 +7,7 @@ identity, concurrent, failures counted)."""
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 from typing import Any
 
 from audioeval.errors import ModelError, UsageError, unknown_name_message
@@ -49,3 +50,16 @@ def create_asr(name: str, args: dict[str, Any]) -> Model | None:
         return cls(**args)
     except ModelError as err:
         raise UsageError(f"--asr {name}: {str(err).replace('--model_args', '--asr_args')}") from err
+
+
+def asr_model_name(asr: Model) -> str | None:
+    """Which model an ASR runs, as reports name it beside the ASR: the endpoint's model (`openai`), the
+    checkpoint (`hf`), the acoustic model's folder (`pocketsphinx`)."""
+    settings = getattr(asr, "settings", None)
+    if settings is not None and getattr(settings, "model", None):
+        return str(settings.model)
+    pretrained = getattr(asr, "pretrained", None)
+    if pretrained:
+        return str(pretrained)
+    hmm = (getattr(asr, "paths", None) or {}).get("hmm")
+    return Path(hmm).name if hmm else None

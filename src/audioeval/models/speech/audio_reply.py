@@ -11,23 +11,22 @@ Reply, in either of two shapes:
 - vLLM-Omni (`vllm serve ... --omni`): two choices, `choices[0].message.content` the text and
   `choices[1].message.audio.data` a WAV at 24 kHz with an empty transcript; the text is then the transcript.
 
-A reply that holds no audio, audio that is not base64 or not the asked format, or a WAV shorter than its
-header says is a malformed reply (ValueError): retried, then a counted failure with that reason.
+A reply that holds no audio, audio that is not base64 or not the asked format, or a WAV that is not checked
+whole (16-bit PCM, a rate from 1 to 384 kHz, at least one frame, every frame its header announces) is a
+malformed reply (ValueError): retried, then a counted failure with that reason, and never cached. The
+samples are kept as sent (-32768 included): the cache, the `spoken/` file and the ASR get these very bytes.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import io
-import struct
-import wave
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from audioeval.audio.wav import PCM16_SCALE
+from audioeval.audio.wav import read_pcm16_wav
 from audioeval.errors import ModelError
 from audioeval.types import AudioClip
 
@@ -59,28 +58,9 @@ class AudioAnswer:
 
 
 def decode_wav_exactly(data: bytes) -> AudioClip:
-    """A PCM16 WAV whose data is as long as its header says (ValueError otherwise)."""
-    try:
-        with wave.open(io.BytesIO(data)) as w:
-            channels, width, rate, frames = (
-                w.getnchannels(),
-                w.getsampwidth(),
-                w.getframerate(),
-                w.getnframes(),
-            )
-            raw = w.readframes(frames)
-    except (wave.Error, EOFError, struct.error) as err:
-        raise ValueError(f"undecodable WAV audio ({err})") from err
-    if width != 2:
-        raise ValueError(f"WAV audio of {8 * width}-bit samples; expected 16-bit PCM")
-    if len(raw) < frames * channels * width:
-        raise ValueError(
-            f"truncated WAV audio: the header says {frames} frames, {len(raw) // (channels * width)} arrived"
-        )
-    samples = np.frombuffer(raw, dtype="<i2").astype(np.float32) / np.float32(PCM16_SCALE)
-    if channels > 1:
-        samples = samples.reshape(-1, channels).mean(axis=1)
-    return AudioClip.from_array(samples, rate)
+    """A 16-bit PCM WAV checked completely (read_pcm16_wav), its samples kept as sent; ValueError otherwise."""
+    pcm, rate = read_pcm16_wav(data)
+    return AudioClip.from_pcm16(pcm, rate)
 
 
 def decode_audio(data: str, asked: str) -> AudioClip:
@@ -96,8 +76,7 @@ def decode_audio(data: str, asked: str) -> AudioClip:
         raise ValueError(f"audio in an unknown format (asked for wav, the data starts {raw[:8]!r})")
     if len(raw) % 2:
         raise ValueError(f"truncated pcm16 audio: {len(raw)} bytes, not a whole number of 16-bit samples")
-    samples = np.frombuffer(raw, dtype="<i2").astype(np.float32) / np.float32(PCM16_SCALE)
-    return AudioClip.from_array(samples, PCM16_RATE)
+    return AudioClip.from_pcm16(np.frombuffer(raw, dtype="<i2"), PCM16_RATE)
 
 
 def _message(choice: Any) -> dict[str, Any]:

@@ -4,51 +4,34 @@ gpt-4o-transcribe, `vllm serve openai/whisper-large-v3`).
     --asr openai --asr_args model=whisper-1
     --asr openai --asr_args model=openai/whisper-large-v3,base_url=http://localhost:8001/v1
 
-Each clip goes as a multipart form (`file` = WAV, `model`, `response_format=json`, `temperature=0`, and
-`language` when given), built with aiohttp, which the chat client already uses. Up to `num_concurrent`
-requests are in flight; 408/409/429/5xx, timeouts and dropped connections are retried up to `max_retries`
-times with backoff (Retry-After honoured up to `max_retry_after` s); what still fails is a counted failure
-with its reason. The key comes from the environment variable named by `api_key_env`, never from a flag.
+Each clip goes as a multipart form (`file` = WAV, its samples as the model sent them; `model`,
+`response_format=json`, `temperature=0`, and `language` when given), built with aiohttp, which the chat
+client already uses. Retries, the Retry-After cap, the adaptive number in flight and endpoint-down detection
+are the endpoint policy's (models/api/policy.py), as for Chat Completions: 408/409/429/5xx, timeouts, dropped
+connections and malformed replies are retried up to `max_retries` times; what still fails is a counted
+failure with its reason; `max_consecutive_failures` answers failing in a row declare the endpoint down, and
+the answers after it fail at once naming it. The key comes from the environment variable named by
+`api_key_env`, never from a flag.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import random
-import time
 from typing import Any
 
-from audioeval.audio.wav import encode_wav
 from audioeval.errors import ModelError
-from audioeval.models.api.client import (
-    RETRYABLE_STATUS,
-    EndpointSettings,
-    error_message,
-    parse_retry_after,
-    status_kind,
+from audioeval.models.api.http import (
+    HttpReply,
+    HttpStatusError,
+    MalformedReply,
+    endpoint_url_and_headers,
+    http_problem,
+    read_capped,
 )
-from audioeval.models.api.http import endpoint_url_and_headers
+from audioeval.models.api.policy import EndpointPolicy, EndpointSettings, Problem
 from audioeval.models.base import StreamingModel
-from audioeval.types import AudioClip, Failure, FailureKind, Request, Response
-
-
-class _Retryable(Exception):
-    def __init__(
-        self, kind: FailureKind, reason: str, retry_after: float | None = None, status: int | None = None
-    ) -> None:
-        super().__init__(reason)
-        self.kind = kind
-        self.retry_after = retry_after
-        self.status = status
-
-
-class _Refused(Exception):
-    """An HTTP error status a retry would meet again (400, 413, ...)."""
-
-    def __init__(self, reason: str, status: int) -> None:
-        super().__init__(reason)
-        self.status = status
+from audioeval.types import AudioClip, Request, Response
 
 
 def read_transcript(data: bytes) -> str:
@@ -61,7 +44,14 @@ def read_transcript(data: bytes) -> str:
 
 class OpenAITranscriptionASR(StreamingModel):
     name = "openai"
-    arg_minimums = {"num_concurrent": 1, "max_retries": 0, "timeout": 0.001, "max_retry_after": 0}
+    arg_minimums = {
+        "num_concurrent": 1,
+        "max_concurrent": 1,
+        "max_retries": 0,
+        "timeout": 0.001,
+        "max_retry_after": 0,
+        "max_consecutive_failures": 1,
+    }
 
     def __init__(
         self,
@@ -71,9 +61,11 @@ class OpenAITranscriptionASR(StreamingModel):
         api_key_env: str = "OPENAI_API_KEY",
         language: str | None = None,
         num_concurrent: int = 8,
+        max_concurrent: int | None = None,
         max_retries: int = 6,
         timeout: float = 120.0,
         max_retry_after: float = 60.0,
+        max_consecutive_failures: int = 10,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -82,10 +74,13 @@ class OpenAITranscriptionASR(StreamingModel):
             base_url=base_url,
             api_key_env=api_key_env,
             num_concurrent=int(num_concurrent),
+            max_concurrent=int(max_concurrent) if max_concurrent is not None else None,
             max_retries=int(max_retries),
             timeout=float(timeout),
             max_retry_after=float(max_retry_after),
+            max_consecutive_failures=int(max_consecutive_failures),
         )
+        self.policy = EndpointPolicy(self.settings, self.stats)
         self.language = language
         self.url, headers = endpoint_url_and_headers(
             self.settings.api_key(), base_url, "audio/transcriptions"
@@ -93,7 +88,6 @@ class OpenAITranscriptionASR(StreamingModel):
         self.headers = {
             k: v for k, v in headers.items() if k.lower() != "content-type"
         }  # multipart sets its own
-        self._limit: asyncio.Semaphore | None = None
         self._session: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -108,10 +102,10 @@ class OpenAITranscriptionASR(StreamingModel):
 
     @property
     def max_in_flight(self) -> int:
-        return self.settings.num_concurrent
+        return int(self.settings.max_concurrent or self.settings.num_concurrent)
 
-    def _ready(self) -> tuple[Any, asyncio.Semaphore]:
-        """A session and a limit of the running loop (the evaluator runs one loop per task)."""
+    def _current(self) -> Any:
+        """A connection pool of the running loop (the evaluator runs one loop per task)."""
         loop = asyncio.get_running_loop()
         if self._session is None or self._loop is not loop:
             import aiohttp
@@ -121,15 +115,12 @@ class OpenAITranscriptionASR(StreamingModel):
                 timeout=aiohttp.ClientTimeout(total=self.settings.timeout),
                 trust_env=True,
             )
-            self._limit = asyncio.Semaphore(self.settings.num_concurrent)
             self._loop = loop
-        assert self._limit is not None
-        return self._session, self._limit
+        return self._session
 
     async def _attempt(self, wav: bytes) -> str:
         import aiohttp
 
-        session, limit = self._ready()
         form = aiohttp.FormData()
         form.add_field("file", wav, filename="answer.wav", content_type="audio/wav")
         form.add_field("model", self.settings.model)
@@ -137,57 +128,27 @@ class OpenAITranscriptionASR(StreamingModel):
         form.add_field("temperature", "0")
         if self.language:
             form.add_field("language", str(self.language))
-        async with limit:
-            self.stats.enter()
-            try:
-                async with session.post(self.url, data=form) as reply:
-                    status, data, headers = reply.status, await reply.read(), reply.headers
-            except (TimeoutError, aiohttp.ClientError, ConnectionError) as err:
-                kind: FailureKind = "timeout" if isinstance(err, TimeoutError) else "connection"
-                raise _Retryable(
-                    kind, f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
-                ) from err
-            finally:
-                self.stats.leave()
+        async with self._current().post(self.url, data=form) as reply:
+            status, data, headers = reply.status, await read_capped(reply), reply.headers
         if status == 401:
             raise ModelError(
                 f"{self.url} rejected the API key from ${self.settings.api_key_env} (HTTP 401): check it."
             )
-        if status >= 500 or status == 429:
-            self.stats.http_429 += status == 429
-            self.stats.http_5xx += status >= 500
         if status >= 400:
-            reason = f"HTTP {status}: {' '.join(error_message(data).split())[:200]}"
-            if status in RETRYABLE_STATUS:
-                raise _Retryable(status_kind(status), reason, parse_retry_after(headers), status)
-            raise _Refused(reason, status)
+            raise HttpStatusError(HttpReply(status, headers, data))
         try:
             return read_transcript(data)
         except ValueError as err:
-            raise _Retryable("malformed", f"malformed reply: {err}") from err
+            raise MalformedReply(str(err)) from err
+
+    def _classify(self, err: Exception) -> Problem | None:
+        return http_problem(err, self.settings.timeout)
 
     async def transcribe(self, clip: AudioClip) -> Response:
-        wav = encode_wav(clip.samples, clip.sampling_rate)
-        started = time.perf_counter()
-        for attempt in range(self.settings.max_retries + 1):
-            try:
-                text = await self._attempt(wav)
-            except _Retryable as err:
-                if attempt == self.settings.max_retries:
-                    failure = Failure(err.kind, f"{err} after {attempt + 1} attempt(s)", err.status)
-                    return Response(text=None, failure=failure)
-                self.stats.retries += 1
-                wait = err.retry_after
-                if wait is None:
-                    wait = min(self.settings.backoff_max, self.settings.backoff_base * 2**attempt) * (
-                        0.5 + random.random() / 2
-                    )
-                await asyncio.sleep(min(wait, self.settings.max_retry_after))
-            except _Refused as err:  # asking again gives the same answer
-                return Response(text=None, failure=Failure(status_kind(err.status), str(err), err.status))
-            else:
-                return Response(text=text, latency_s=time.perf_counter() - started)
-        raise AssertionError("unreachable")
+        wav = clip.wav_bytes()  # a spoken answer's samples as the model sent them
+        outcome = await self.policy.call(lambda: self._attempt(wav), self._classify)
+        info = {"attempts": outcome.attempts} if outcome.attempts > 1 else {}
+        return Response(text=outcome.value, failure=outcome.failure, latency_s=outcome.latency_s, info=info)
 
     async def generate_one(self, request: Request) -> Response:
         clips = request.clips

@@ -9,7 +9,8 @@ measurable.
 synthesis; every other argument goes to the text model, which checks its own. The text model is asked as it
 would be on its own: tts streams when its text model streams (an API: concurrently), and takes batches of
 `--batch_size` when it takes batches (hf-chat: the serving path cuts them by request order, so what is batched
-with what never depends on timing). The text model's error, if any, is the answer's. Synthesis is not streamed:
+with what never depends on timing). The text model's error, if any, is the answer's; an answer longer than
+MAX_SPOKEN_CHARS (20,000 characters, some 22 minutes of speech) is a counted failure saying so. Synthesis is not streamed:
 the first audio exists when the whole answer is synthesised, so `time_to_first_audio_s` equals `generation_s`
 (text generation, of the whole batch for a batch text model, plus synthesis).
 """
@@ -26,9 +27,12 @@ from typing import Any
 from audioeval.audio.speech import synthesize
 from audioeval.errors import DataError, ModelError
 from audioeval.models.base import ModelTask, StreamingModel
-from audioeval.types import AudioClip, Request, Response, SpokenAnswer
+from audioeval.types import AudioClip, Failure, Request, Response, SpokenAnswer
 
 SAMPLING_RATE = 24000
+# The longest answer tts speaks: at eSpeak NG's default 175 words a minute, about 900 characters a minute, so
+# some 22 minutes of speech (64 MB of samples). A longer answer is a counted failure saying so.
+MAX_SPOKEN_CHARS = 20_000
 OWN_ARGS = ("text_model", "voice", "speaking_rate")
 
 
@@ -166,6 +170,15 @@ class TtsModel(StreamingModel):
         if not answer.ok:
             return answer
         text = answer.text or ""
+        if (
+            len(text) > MAX_SPOKEN_CHARS
+        ):  # eSpeak NG takes minutes for a book, and its audio would not fit memory
+            failure = Failure(
+                "limit",
+                f"tts: the answer is {len(text):,} characters; tts speaks at most {MAX_SPOKEN_CHARS:,} (about "
+                f"{MAX_SPOKEN_CHARS // 900} minutes of speech)",
+            )
+            return Response(text=None, failure=failure, latency_s=answer.latency_s, info=answer.info)
         try:
             clip = self._speak(text)
         except DataError as err:
