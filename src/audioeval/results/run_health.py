@@ -45,12 +45,29 @@ def failure_warnings(
         if failed_verdicts:
             warnings.append(
                 f"judge {judge_id}: {failed_verdicts:,} verdicts failed (of {info.get('requests_sent', 0):,} "
-                "judge requests sent); the scores that need them are missing for those samples, not zero. "
-                "Rerun to retry them."
+                f"judge requests sent): {_why_verdicts_failed(info, failed_verdicts)}. The scores that need them "
+                "are missing for those samples, not zero."
             )
     if cache_damage:
         warnings.append(cache_damage)
     return warnings, unscored
+
+
+def _why_verdicts_failed(info: dict[str, Any], failed: int) -> str:
+    """Which failed verdicts a rerun asks again (failed requests are never cached) and which it reads again from
+    the cache (replies that arrived but held no verdict the task reads, or one outside its scale)."""
+    unreadable = min(failed, int(info.get("unreadable_verdicts") or 0))
+    out_of_range = int(info.get("out_of_range_verdicts") or 0)
+    parts = []
+    if failed - unreadable:
+        parts.append(f"{failed - unreadable:,} for a judge request that failed (a rerun asks again)")
+    if unreadable:
+        scale = f", {out_of_range:,} of them a number outside the scale asked for" if out_of_range else ""
+        parts.append(
+            f"{unreadable:,} for a reply without a verdict the task reads{scale} (those replies are cached, so a "
+            "rerun reads the same verdicts: change the judge model, its sampling or the role's template)"
+        )
+    return "; ".join(parts)
 
 
 def unjudged_warning(tasks: Sequence[ReportTask]) -> str | None:

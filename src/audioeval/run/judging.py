@@ -70,6 +70,9 @@ class JudgePanel:
         self.servers: dict[str, Server] = {}  # judge id -> its serving path (set by attach_cache)
         self.failed_verdicts: dict[str, int] = {}  # (sample, role) verdicts that failed, per judge
         self.out_of_range_verdicts: dict[str, int] = {}  # of those, failed by a number outside the scale
+        # of those, failed although every judge reply arrived (no verdict in it, or one outside the scale): the
+        # replies are cached, so a rerun reads the same verdicts
+        self.unreadable_verdicts: dict[str, int] = {}
         self.down: dict[str, str] = {}  # judge id -> why its endpoint was declared down
 
     @classmethod
@@ -119,6 +122,7 @@ class JudgePanel:
                 "requests_sent": stats.requests,
                 "failed_verdicts": self.failed_verdicts.get(j.judge_id, 0),
                 "out_of_range_verdicts": self.out_of_range_verdicts.get(j.judge_id, 0),
+                "unreadable_verdicts": self.unreadable_verdicts.get(j.judge_id, 0),
                 "retries": stats.retries,
                 "http_429": stats.http_429,
                 "http_5xx": stats.http_5xx,
@@ -247,6 +251,10 @@ class JudgePanel:
             failed = any(v is None for v in values)
             if failed:
                 self.failed_verdicts[judge.judge_id] = self.failed_verdicts.get(judge.judge_id, 0) + 1
+                if not any(error for _role, _text, error in items):
+                    self.unreadable_verdicts[judge.judge_id] = (
+                        self.unreadable_verdicts.get(judge.judge_id, 0) + 1
+                    )
             if out_of_range:
                 self.out_of_range_verdicts[judge.judge_id] = (
                     self.out_of_range_verdicts.get(judge.judge_id, 0) + 1

@@ -219,6 +219,12 @@ def test_judge_failures_are_reported_and_excluded_never_zero(
     metrics = out["results"]["adu_general"]["0-shot"]
     assert out["judges"]["judge-a"]["failed_verdicts"] == (2 if fails else 0)
     assert out["judges"]["judge-a"]["out_of_range_verdicts"] == (2 if out_of_range else 0)
+    unreadable = fails and not faults  # the replies arrived: cached, so a rerun reads the same verdicts
+    assert out["judges"]["judge-a"]["unreadable_verdicts"] == (2 if unreadable else 0)
+    (said,) = [w for w in out["warnings"] if w.startswith("judge judge-a:")] or [None]
+    if fails:
+        assert ("a rerun reads the same verdicts" in said) == unreadable
+        assert ("a rerun asks again" in said) == (not unreadable)
     assert metrics["judge_out_of_range"] == metrics["judge_out_of_range@judge-a"] == float(out_of_range)
     judge = out["judges"]["judge-a"]
     attempts = 2 * 2 * (1 + judge_args.get("max_retries", 6))  # items x orders x attempts each

@@ -56,13 +56,16 @@ def test_judges_see_the_asr_text_and_the_report_names_the_asr(tmp_path: Path):
         assert record["response"] == HEARD and record["spoken"]["transcript"] == SAID
         assert record["scores"]["spoken_text_wer"] == 0.25  # "2" is "two"; "many" is not
     report = (run / "adu_bench_report.md").read_text()
-    assert "| tts (text_model=openai, model=lalm) [spoken; scored: ASR openai] | judge-a |" in report
-    spoken = report.split("## Spoken answers (ASR: openai)")[1].split("##")[0]
+    assert (
+        "| tts (text_model=openai, model=lalm) [spoken; scored: ASR openai (whisper-test)] | judge-a |"
+        in report
+    )
+    spoken = report.split("## Spoken answers (ASR: openai (whisper-test))")[1].split("##")[0]
     assert "the judges saw the ASR text" in spoken
-    assert "| ADU-General | openai | 0.25 (n=3) |" in spoken
+    assert "| ADU-General | openai (whisper-test) | 0.25 (n=3) |" in spoken
     summary = json.loads((run / "adu_bench_report.json").read_text())
     assert (
-        summary["spoken"]["asr"] == "openai"
+        summary["spoken"]["asr"] == "openai (whisper-test)"
         and summary["spoken"]["datasets"]["general"]["wer"]["mean"] == 0.25
     )
 

@@ -168,7 +168,7 @@ def _spoken(record: RunRecord, found: dict[str, str]) -> dict[str, Any] | None:
         block = _shot_block(record.sections.results.get(found[ds]))
         per_dataset[ds] = {name: as_json(block, column) for name, column in SPOKEN_COLUMNS.items()}
     return {
-        "asr": speech.get("asr"),
+        "asr": asr_label(speech),
         "spoken_text": speech.get("spoken_text"),
         "note": speech.get("note"),
         "datasets": per_dataset,
@@ -218,6 +218,12 @@ def _by_variation(facets: FacetBlocks) -> dict[str, Any]:
 
 
 # --- entry points -----------------------------------------------------------------------------------------
+def asr_label(speech: dict[str, Any]) -> str:
+    """The ASR and the model it ran, e.g. `openai (whisper-1)`."""
+    asr, model = speech.get("asr"), speech.get("asr_model")
+    return f"{asr} ({model})" if model else str(asr)
+
+
 def model_label(record: RunRecord) -> str:
     args = record.model.model_args
     keys = ("asr", "llm", "llm_model", "text_model", "model", "pretrained")
@@ -225,7 +231,7 @@ def model_label(record: RunRecord) -> str:
     label = record.model.name + (f" ({', '.join(shown)})" if shown else "")
     speech = record.speech
     if speech:  # a spoken answer is scored on a text: say which
-        scored = f"ASR {speech.get('asr')}" if speech.get("spoken_text") == "asr" else "its own transcript"
+        scored = f"ASR {asr_label(speech)}" if speech.get("spoken_text") == "asr" else "its own transcript"
         label += f" [spoken; scored: {scored}]"
     return label
 
