@@ -210,7 +210,9 @@ def test_tts_refuses_to_speak_a_book():
 
 
 def test_a_base_url_that_is_not_a_url_is_one_line_exit_2(tmp_path):
-    with pytest.raises(ModelError, match="base_url=notaurl: not a http or https URL"):
+    with pytest.raises(
+        ModelError, match="base_url=notaurl: not a URL with a host and a scheme http or https"
+    ):
         OpenAIChatModel(model="m", base_url="notaurl")
     args = ["--tasks", "toy_tones", "--include_path", str(TOY), "--limit", "1", "--model", "openai",
             "--model_args", "model=m,base_url=notaurl", "--output_path", str(tmp_path)]  # fmt: skip
@@ -218,7 +220,7 @@ def test_a_base_url_that_is_not_a_url_is_one_line_exit_2(tmp_path):
         [sys.executable, "-m", "audioeval", *args], capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 2 and "Traceback" not in done.stderr
-    assert "base_url=notaurl: not a http or https URL" in done.stderr
+    assert "base_url=notaurl: not a URL with a host and a scheme http or https" in done.stderr
 
 
 def test_openai_gets_max_completion_tokens_and_other_servers_max_tokens(monkeypatch):

@@ -215,8 +215,14 @@ def test_the_beta_session_shape_is_refused_by_the_server_and_named_by_the_backen
 def test_bad_model_args_are_one_clear_error():
     with pytest.raises(ModelError, match="output=speech: use audio or text"):
         RealtimeModel(model="m", base_url="http://127.0.0.1:1/v1", output="speech")
-    with pytest.raises(ModelError, match="max_output_tokens=lots: use a whole number >= 1, or inf"):
+    with pytest.raises(
+        ModelError, match="max_output_tokens=lots: the Realtime API takes a whole number from 1"
+    ):
         RealtimeModel(model="m", base_url="http://127.0.0.1:1/v1", max_output_tokens="lots")
+    with pytest.raises(
+        ModelError, match="websocket_url=ftp://x: not a URL with a host and a scheme wss or ws"
+    ):
+        RealtimeModel(model="m", base_url="http://127.0.0.1:1/v1", websocket_url="ftp://x")
 
 
 def _signature(responses) -> list[tuple]:

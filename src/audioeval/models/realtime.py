@@ -25,7 +25,7 @@ from audioeval.audio.dsp import resample
 from audioeval.audio.wav import to_pcm16
 from audioeval.errors import ModelError, UsageError
 from audioeval.models.api.body import Encoded, JsonBody
-from audioeval.models.api.policy import EndpointSettings
+from audioeval.models.api.policy import EndpointSettings, check_url
 from audioeval.models.api.realtime_client import RealtimeClient
 from audioeval.models.api.realtime_session import RATE, Answer
 from audioeval.models.base import StreamingModel
@@ -214,6 +214,8 @@ class RealtimeModel(StreamingModel):
         super().__init__(**kwargs)
         self.output, self.voice = str(output), str(voice)
         self.max_output_tokens = _check_token_limit(max_output_tokens)
+        if websocket_url is not None:
+            check_url("websocket_url", websocket_url, ("wss", "ws", "https", "http"))
         self.websocket_url = websocket_url
         self.settings = EndpointSettings(
             model=model,

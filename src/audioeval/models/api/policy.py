@@ -118,13 +118,10 @@ def check_url(name: str, url: str, schemes: tuple[str, ...] = ("http", "https"))
         host = parts.hostname
         parts.port  # noqa: B018 - raises ValueError for a port that is not a number
     except ValueError as err:
-        raise ModelError(
-            f"--model_args {name}={url}: not a URL ({err}); e.g. http://127.0.0.1:8000/v1."
-        ) from None
+        raise ModelError(f"{name}={url}: not a URL ({err}); e.g. {schemes[0]}://127.0.0.1:8000/v1.") from None
     if parts.scheme not in schemes or not host:
         raise ModelError(
-            f"--model_args {name}={url}: not a {' or '.join(schemes)} URL with a host; "
-            f"e.g. {schemes[0]}://127.0.0.1:8000/v1."
+            f"{name}={url}: not a URL with a host and a scheme {' or '.join(schemes)}; e.g. {schemes[0]}://127.0.0.1:8000/v1."
         )
 
 
