@@ -209,6 +209,7 @@ def test_tts_refuses_to_speak_a_book():
 # --- arguments ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_base_url_that_is_not_a_url_is_one_line_exit_2(tmp_path):
     with pytest.raises(
         ModelError, match="base_url=notaurl: not a URL with a host and a scheme http or https"
