@@ -10,8 +10,10 @@ request is one event: its items go inline, user audio as `input_audio` (PCM16 re
 session declares, base64), few-shot answers as assistant `output_text` items (never audio: assistant audio
 cannot be sent back), system text as the response's `instructions`.
 
-The pool of sessions, the adaptive concurrency shared with `--model openai`, the retries and the session
-renewals are in models/api/realtime_client.py; reading one response's events in models/api/realtime_session.py.
+The pool of sessions and their renewals are in models/api/realtime_client.py; the retries, the adaptive
+concurrency and endpoint-down detection, shared with `--model openai`, in models/api/policy.py; reading one
+response's events (each checked against its typed shape, realtime_events.py) in models/api/realtime_session.py.
+`max_output_tokens` is checked against the API's range (1-4096, or inf) before the run.
 """
 
 from __future__ import annotations

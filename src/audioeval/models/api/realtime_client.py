@@ -1,18 +1,24 @@
 """A pool of Realtime API sessions answering out-of-band responses, N in flight.
 
-- Concurrency adapts exactly as for Chat Completions (concurrency.py): `num_concurrent` responses in flight to
-  start with, halved on a rate limit or a timeout, one more per round of calm replies up to `max_concurrent`.
-  Each response in flight holds one session; an idle session waits in the pool for the next response, so
-  the pool holds at most as many sessions as responses were ever in flight at once.
+- Retries, their waits, the adaptive number in flight and endpoint-down detection are the endpoint policy's
+  (policy.py), exactly as for Chat Completions; this client classifies what went wrong with an attempt
+  (realtime_session.py raises each failure with its Problem) and keeps the sessions.
+- Each response in flight holds one session (the API would let several out-of-band responses share one:
+  bench/bench_realtime.py --multiplex measured no gain, and a session of its own keeps a failure on the one
+  response it belongs to); an idle session waits in the pool for the next response, so the pool holds at most
+  as many sessions as responses were ever in flight at once.
 - Sessions are renewed before `session_lifetime` seconds (the API ends a session after 60 minutes), when
   the server says one expired, and when a pooled session turns out closed by the server while idle (the
   request never reached it); none of these spends a retry. A session on which anything went wrong is closed.
-- Retries: `error` events of type server_error, rate limits (waiting until the exhausted limit of the last
-  `rate_limits.updated` resets, at most `max_retry_after`), failed responses with a server error, dropped
-  sockets, malformed events, undecodable, truncated or missing audio, timeouts: up to `max_retries` times with
-  jittered exponential backoff. An `error` event of any other type is the request's fault: a counted failure
-  with the server's message at once, which never counts toward declaring the endpoint down.
-- Each response has `timeout` seconds (session opening included): nothing waits forever.
+- Retried: `error` events of type server_error, rate limits (new responses wait until the exhausted limit of
+  the last `rate_limits.updated` resets, at most `max_retry_after`), failed responses with a server error,
+  dropped sockets, malformed events (not JSON, or not the shape of their type), undecodable, truncated or
+  missing audio, timeouts. An `error` event of any other type is the request's fault: a counted failure with
+  the server's message at once, which never counts toward declaring the endpoint down.
+- Each response has `timeout` seconds (session opening included): nothing waits forever, and a timeout says
+  what did not arrive.
+- A response whose content came only under the beta protocol's event names stops the run (no retry finds
+  anything else); beta events beside the GA ones are said once and ignored.
 
 WebSockets through aiohttp, not the `openai` SDK's `client.realtime.connect`: bench/bench_realtime.py measures
 both on the same exchange (32 in flight against the fake server in another process). The SDK parses every
