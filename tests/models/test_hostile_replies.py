@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import subprocess
 import sys
 from pathlib import Path
@@ -80,6 +81,16 @@ def test_beta_events_stop_the_run_once_without_retries():
     message = str(caught.value)
     assert "beta Realtime protocol (response.audio.delta" in message and "ignores" in message
     assert sum(server.attempts.values()) == 1  # asked once: no retry meets anything else
+
+
+def test_beta_events_beside_the_ga_ones_are_ignored_and_said_once(caplog):
+    with FakeRealtimeServer() as server, caplog.at_level(logging.WARNING, logger="audioeval"):
+        responses = _realtime(server).generate(
+            [user_request(tone(300), f"q{i} [fault:betatoo*9]") for i in range(3)]
+        )
+    assert all(r.ok and "response.audio.delta" in r.info["ignored_events"] for r in responses)
+    said = [r for r in caplog.records if "beta Realtime protocol" in r.getMessage()]
+    assert len(said) == 1 and "GA events of the same responses were read" in said[0].getMessage()
 
 
 def test_a_server_that_never_sends_session_created_is_named_for_what_did_not_arrive():

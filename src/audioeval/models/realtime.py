@@ -287,8 +287,8 @@ class RealtimeModel(StreamingModel):
             return Response(text=None, failure=outcome.failure, latency_s=outcome.latency_s, info=info)
         if answer.status != "completed":
             info["status"], info["reason"] = answer.status, answer.reason
-        if answer.unknown_events:
-            info["ignored_events"] = sorted(set(answer.unknown_events))
+        if answer.unknown_events or answer.beta_events:
+            info["ignored_events"] = sorted(set(answer.unknown_events + answer.beta_events))
         spoken = spoken_answer(answer) if self.output == "audio" else None
         return Response(text=answer.text, latency_s=outcome.latency_s, info=info, spoken=spoken)
 

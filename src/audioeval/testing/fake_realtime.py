@@ -28,6 +28,7 @@ misbehave (N defaults to 1), counted per request content, so a retry of the same
     closeidle   the response completes, then the server closes the session (as an idle timeout would)
     beta        the response's audio, transcript and text under the beta protocol's event names
                 (`response.audio.delta`, `response.audio_transcript.delta`, `response.text.delta`, ...)
+    betatoo     each audio delta twice: under its GA name and its beta name
     errortext   an `error` event whose `error` is a string
     resetsoon   `rate_limits.updated` with `reset_seconds: "soon"`
     limitsnumber `rate_limits.updated` with `rate_limits: 7`
@@ -81,6 +82,7 @@ FAULT_KINDS = (
     "hang",
     "closeidle",
     "beta",
+    "betatoo",
     "errortext",
     "resetsoon",
     "limitsnumber",
@@ -505,6 +507,8 @@ class FakeRealtimeServer:
                 if fault == "undecodable" and i == len(chunks) - 1:
                     data = data[:-3] + "!"
                 await self._send(ws, _named("response.output_audio.delta", fault), **where, delta=data)
+                if fault == "betatoo":
+                    await self._send(ws, "response.audio.delta", **where, delta=data)
             await self._mid_fault(ws, fault, i)
             await asyncio.sleep(seconds / rounds)
         transcript = " ".join(words)
