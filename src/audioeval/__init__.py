@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time each name l
     from audioeval.types import (
         AudioClip,
         AudioPart,
+        Failure,
         Message,
         Request,
         RequestId,
@@ -58,6 +59,7 @@ __all__ = [  # the same names as api/exports.py PUBLIC (a test keeps them equal)
     "Request",
     "RequestId",
     "Response",
+    "Failure",
     "SpokenAnswer",
     "Message",
     "TextPart",

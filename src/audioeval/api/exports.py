@@ -20,6 +20,7 @@ PUBLIC: dict[str, str] = {
     "Request": "audioeval.types:Request",
     "RequestId": "audioeval.types:RequestId",
     "Response": "audioeval.types:Response",
+    "Failure": "audioeval.types:Failure",
     "SpokenAnswer": "audioeval.types:SpokenAnswer",
     "Message": "audioeval.types:Message",
     "TextPart": "audioeval.types:TextPart",
