@@ -81,3 +81,20 @@ def test_flags_argparse_refuses_are_one_line_too(argv, expected):
     assert code == 2
     assert err.strip().startswith("audioeval: error: ") and expected in err
     assert len(err.strip().splitlines()) == 1, err  # no usage block before it
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        (
+            ["--spoken_text", "transcript"],
+            "--spoken_text transcript: model 'chance' does not answer in speech",
+        ),
+        (["--asr_args", "model=x"], "--asr_args given without --asr"),
+        (["--augment_target", "demos"], "--augment_target given without --augment"),
+    ],
+)
+def test_flags_that_need_another_flag_say_so(flags, expected):
+    code, _, err = run_cli([*RUN, "--model", "chance", *flags])
+    assert code == 2
+    assert expected in err and len(err.strip().splitlines()) == 1, err

@@ -295,6 +295,12 @@ def _speech_stage(cfg: RunConfig, model: Model, cache: ResponseStore) -> SpeechS
     """The ASR stage of a model that answers in speech; an --asr given for one that does not is unused."""
     from audioeval.run.speaking import SpeechStage  # late import: only runs that speak need it
 
+    if not model.speaks and cfg.spoken_text == "transcript":
+        raise UsageError(
+            f"--spoken_text transcript: model {cfg.model!r} does not answer in speech, so it has no transcript of "
+            "what it said; drop the flag (its text answers are scored), or ask a model that speaks (e.g. "
+            "--model openai --model_args ...,audio_output=true)."
+        )
     if not model.speaks and (cfg.asr or cfg.asr_args):
         log.warning("--asr: model %r does not answer in speech, so nothing is transcribed", cfg.model)
     return SpeechStage.create(cfg.asr, cfg.asr_args, cfg.spoken_text, model, cache)  # type: ignore[arg-type]
