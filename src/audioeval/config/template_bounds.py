@@ -1,54 +1,45 @@
-"""Bounded template rendering: a Jinja sandbox in which no template can exhaust memory or time.
+"""Bounded template rendering: Jinja's immutable sandbox, extended through its documented hooks so that no
+template can exhaust memory or time (docs/architecture.md, Template bounds).
 
-Jinja's sandbox stops attribute escapes but not `{{ 'x' * 1000000000 }}`. Here every operation that can make a
-value much larger than its inputs (`*`, `%`, `**`, `+`, `~`, the growing string methods and filters, `range`)
-first predicts the size of what it would make and refuses past a bound, so nothing large is ever allocated:
-
-- a string (and each prompt's output) holds at most MAX_TEXT characters, a list MAX_ITEMS items, an integer
-  MAX_INT_BITS bits;
-- one render makes at most MAX_CREATED characters + items in all, takes at most MAX_STEPS loop iterations and
-  calls, and runs for at most TIME_LIMIT_S seconds.
-
-The time limit is checked at every loop iteration, call, attribute access and intercepted operator rather than
-by a signal alarm, so it works in any thread (judging renders off the main thread); between two checks a
-template can only run one operation whose size the other bounds already cap.
-
-A template that passes a bound raises TemplateBoundError, which says what the template tried; the renderers
-turn it into a ConfigError naming the template file and line."""
+`call_binop` (`*` `+` `%` `**`), `call` (every function and method call), the filters (a curated list, each
+wrapped) and `finalize` (every `{{ ... }}`) refuse a result past a bound, predicting its size first wherever it
+can grow far beyond its inputs. A value a template names (`{% set %}`, `{% with %}`, a loop's iterable, a
+call's arguments) is measured with its shared parts counted each time they appear (`[a, a]` holds `a` twice),
+so what `==`, `in`, sort and writing out walk is bounded too. Each loop iteration and call counts against the
+render's steps, and the hooks check a deadline (no signal alarm: judge templates render off the main thread).
+`concat` caps each prompt, block and macro text. Loops and named values reach the hooks through a token-stream
+filter (`Extension.filter_stream`). A template that passes a bound raises TemplateBoundError, which the
+renderers turn into a ConfigError naming file:line."""
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
-import functools
 import re
-import string
 import time
-from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
-from typing import Any, cast
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from functools import partial, wraps
+from typing import Any
 
 import jinja2
-from jinja2 import filters as jf
-from jinja2 import nodes
+from jinja2.ext import Extension
+from jinja2.lexer import Token, TokenStream
+from jinja2.nodes import EvalContext
 from jinja2.runtime import Context
-from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedEscapeFormatter, SandboxedFormatter
-from jinja2.utils import Namespace
-from jinja2.visitor import NodeTransformer
-from markupsafe import Markup
+from jinja2.sandbox import MAX_RANGE, ImmutableSandboxedEnvironment, SandboxedFormatter
 
-MAX_TEXT = 1_000_000
-MAX_ITEMS = 100_000
+MAX_TEXT = 1_000_000  # characters in a string a template makes, and in a prompt, block or macro text
+MAX_ITEMS = MAX_RANGE  # items in a list or range (Jinja's own range bound, 100,000)
 MAX_INT_BITS = 65_536
-MAX_CREATED = 20_000_000
-MAX_STEPS = 1_000_000
+MAX_SIZE = 20_000_000  # characters and items in one value, its shared parts counted each time they appear
+MAX_MADE = 20_000_000  # characters and items made in one render
+MAX_STEPS = 1_000_000  # loop iterations and calls in one render
 TIME_LIMIT_S = 5.0
-
 _DOCS = "see docs/architecture.md, Template bounds"
 
 
 class TemplateBoundError(Exception):
-    """A template tried to make something past a rendering bound. Not a TypeError or ValueError on purpose:
-    no Jinja code path swallows it."""
+    """A template tried to go past a rendering bound. Not a TypeError or ValueError: no Jinja path swallows it."""
 
 
 def _n(value: int) -> str:
@@ -56,34 +47,78 @@ def _n(value: int) -> str:
 
 
 def _short(value: Any) -> str:
-    """A few characters of an operand, for the message."""
+    """A few characters of an operand, for a message."""
     if isinstance(value, str):
         return repr(value[:12] + "...") if len(value) > 12 else repr(value)
-    if isinstance(value, list | tuple):
+    if isinstance(value, list | tuple | dict):
         return f"a {type(value).__name__} of {_n(len(value))} items"
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value) if value.bit_length() < 64 else f"an integer of {_n(value.bit_length())} bits"
     return type(value).__name__
 
 
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) else 0
+
+
+def _refuse_past(limit: int, amount: int, what: str, would: str, may: str) -> None:
+    if amount > limit:
+        raise TemplateBoundError(f"{what} would {would.format(_n(amount))}; a template may {may} ({_DOCS}).")
+
+
+def allow_text(size: int, what: str) -> None:
+    _refuse_past(
+        MAX_TEXT, size, what, "make a string of {} characters", f"make strings of at most {_n(MAX_TEXT)}"
+    )
+
+
+def allow_items(count: int, what: str) -> None:
+    _refuse_past(MAX_ITEMS, count, what, "make a list of {} items", f"make lists of at most {_n(MAX_ITEMS)}")
+
+
+def allow_bits(bits: int, what: str) -> None:
+    _refuse_past(MAX_INT_BITS, bits, what, "make an integer of about {} bits", f"make integers of at most {_n(MAX_INT_BITS)} bits")  # fmt: skip
+
+
+def allow_size(size: int, what: str) -> None:
+    _refuse_past(MAX_SIZE, size, what, "hold more than {} characters and items, its shared parts counted each time "
+                 "they appear (as `==`, `in`, sort and writing out walk it)", f"hold at most {_n(MAX_SIZE)}")  # fmt: skip
+
+
+def size_of(value: Any, cap: int = MAX_SIZE, known: Mapping[int, tuple[Any, int]] | None = None) -> int:
+    """About how many characters and items `value` holds, a shared part counted each time it appears, as str(),
+    `==` and sort walk it; counting stops once past `cap`. `known` gives sizes measured before."""
+    total, stack = 0, [value]
+    while stack and total <= cap:
+        item = stack.pop()
+        if isinstance(item, str):
+            total += len(item)
+        elif isinstance(item, bool | float) or item is None:
+            total += 5
+        elif isinstance(item, int):
+            total += item.bit_length() * 3 // 10 + 1
+        elif known is not None and id(item) in known:
+            total += known[id(item)][1]
+        elif isinstance(item, Mapping):
+            total += 2 + 4 * len(item)
+            stack += [*item.keys(), *item.values()]
+        elif isinstance(item, list | tuple | type({}.keys()) | type({}.values()) | type({}.items())):
+            total += 2 + 2 * len(item)
+            stack.extend(item)
+        else:  # handles, ranges, namespaces, loops, generators: a short text, compared by identity
+            total += 20
+    return total
+
+
 class RenderBudget:
-    """What one render may still spend: created size, steps, time."""
+    """What one render may still spend (steps, time, what it makes), and the sizes it has measured."""
 
     def __init__(self, time_limit_s: float | None = None) -> None:
-        limit = TIME_LIMIT_S if time_limit_s is None else time_limit_s
-        self.limit_s = limit
-        self.deadline = time.monotonic() + limit
-        self.created = 0
-        self.steps = 0
-
-    def tick(self) -> None:
-        self.steps += 1
-        if self.steps > MAX_STEPS:
-            raise TemplateBoundError(
-                f"the template ran more than {_n(MAX_STEPS)} loop iterations and calls in one render "
-                f"(the limit; {_DOCS})."
-            )
-        self.check_time()
+        self.limit_s = TIME_LIMIT_S if time_limit_s is None else time_limit_s
+        self.deadline = time.monotonic() + self.limit_s
+        self.steps = self.made_so_far = 0
+        # id -> (value, size) of values measured; holding the value keeps the id its own
+        self.known: dict[int, tuple[Any, int]] = {}
 
     def check_time(self) -> None:
         if time.monotonic() > self.deadline:
@@ -91,616 +126,426 @@ class RenderBudget:
                 f"rendering took longer than {self.limit_s:g} s (the render time limit; {_DOCS})."
             )
 
-    def charge(self, size: int) -> None:
-        self.created += size
-        if self.created > MAX_CREATED:
+    def tick(self) -> None:
+        self.steps += 1
+        if self.steps > MAX_STEPS:
             raise TemplateBoundError(
-                f"the template made more than {_n(MAX_CREATED)} characters and list items in all in one render "
+                f"the template ran more than {_n(MAX_STEPS)} loop iterations and calls in one render (the limit; "
+                f"{_DOCS})."
+            )
+        self.check_time()
+
+    def text(self, value: Any) -> int:
+        return len(value) if isinstance(value, str) else size_of(value, MAX_TEXT, self.known)
+
+    def hold(
+        self, value: Any, what: Callable[[], str], remember: bool = True, size: int | None = None
+    ) -> Any:
+        """A value the template names or makes: refused past MAX_SIZE, else remembered, so that a literal built
+        of it (`[a, a]`) is measured in a few looks."""
+        size = size_of(value, MAX_SIZE, self.known) if size is None else size
+        if size > MAX_SIZE:
+            allow_size(size, what())
+        if remember and isinstance(value, list | tuple | dict):
+            self.known[id(value)] = (value, size)
+            if len(self.known) > 256:
+                del self.known[next(iter(self.known))]
+        return value
+
+    def made(self, value: Any, what: str, inputs: tuple[Any, ...] = (), size: int | None = None) -> Any:
+        """What an operation returned: refused past a bound, else counted against the render."""
+        if any(value is given for given in inputs):
+            return value
+        if isinstance(value, str):
+            allow_text(size := len(value), what)
+        elif isinstance(value, int):
+            allow_bits(value.bit_length(), what)
+        elif isinstance(value, list | tuple | dict):
+            allow_items(len(value), what)
+            size = size_of(value, MAX_SIZE, self.known) if size is None else size
+            self.hold(value, lambda: what, size=size)
+        self.charge(size or 1)
+        return value
+
+    def charge(self, size: int) -> None:
+        self.made_so_far += size
+        if self.made_so_far > MAX_MADE:
+            raise TemplateBoundError(
+                f"the template made more than {_n(MAX_MADE)} characters and list items in all in one render "
                 f"(the limit; {_DOCS})."
             )
 
+    def list_of(self, iterable: Any, what: str) -> list[Any]:
+        """list(iterable), refused past MAX_ITEMS without reading further."""
+        items = []
+        for item in iterable:
+            items.append(item)
+            if len(items) > MAX_ITEMS:
+                allow_items(len(iterable) if hasattr(iterable, "__len__") else len(items), what)
+        return items
 
-_budget: contextvars.ContextVar[RenderBudget | None] = contextvars.ContextVar("template_budget", default=None)
+
+_current: contextvars.ContextVar[RenderBudget | None] = contextvars.ContextVar("render_budget", default=None)
+
+
+def _budget() -> RenderBudget:
+    """The budget of the render under way (outside one, e.g. constant folding at compile time, a fresh one)."""
+    return _current.get() or RenderBudget()
 
 
 @contextlib.contextmanager
 def render_scope(time_limit_s: float | None = None) -> Iterator[RenderBudget]:
-    """The budget of one render, for the current thread or task (outside a scope only per-value bounds hold)."""
-    budget = RenderBudget(time_limit_s)
-    token = _budget.set(budget)
+    token = _current.set(RenderBudget(time_limit_s))
     try:
-        yield budget
+        yield _budget()
     finally:
-        _budget.reset(token)
+        _current.reset(token)
 
 
-def _tick() -> None:
-    budget = _budget.get()
-    if budget is not None:
-        budget.tick()
+# --- sizes predicted before an operation runs ----------------------------------------------------------------
 
-
-def _check_time() -> None:
-    budget = _budget.get()
-    if budget is not None:
-        budget.check_time()
-
-
-def _charge(size: int) -> None:
-    budget = _budget.get()
-    if budget is not None:
-        budget.charge(size)
-
-
-def allow_text(size: int, what: str) -> None:
-    """Refuse to make a string of `size` characters past MAX_TEXT; else count it against the render."""
-    if size > MAX_TEXT:
-        raise TemplateBoundError(
-            f"{what} would make a string of {_n(size)} characters; a template may make strings of at most "
-            f"{_n(MAX_TEXT)} ({_DOCS})."
-        )
-    _charge(size)
-
-
-def allow_items(size: int, what: str, charge: bool = True) -> None:
-    if size > MAX_ITEMS:
-        raise TemplateBoundError(
-            f"{what} would make a list of {_n(size)} items; a template may make lists of at most {_n(MAX_ITEMS)} "
-            f"({_DOCS})."
-        )
-    if charge:
-        _charge(size)
-
-
-def allow_int_bits(bits: int, what: str) -> None:
-    if bits > MAX_INT_BITS:
-        raise TemplateBoundError(
-            f"{what} would make an integer of about {_n(bits)} bits; a template may make integers of at most "
-            f"{_n(MAX_INT_BITS)} bits ({_DOCS})."
-        )
-
-
-def text_size(value: Any, limit: int = MAX_TEXT) -> int:
-    """About how many characters str(value) has, without building it; stops counting once past `limit`, so a
-    list of 100,000 references to one long string costs two looks, not 100,000 copies."""
-    total = 0
-    stack = [value]
-    while stack and total <= limit:
-        item = stack.pop()
-        if isinstance(item, str | bytes):
-            total += len(item) + 3
-        elif isinstance(item, bool) or item is None:
-            total += 5
-        elif isinstance(item, int):
-            total += item.bit_length() * 30103 // 100000 + 2
-        elif isinstance(item, float):
-            total += 24
-        elif isinstance(item, Mapping):
-            total += 2 + 4 * len(item)
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, Namespace):
-            total += 13
-            stack.append(object.__getattribute__(item, "_Namespace__attrs"))
-        elif isinstance(item, list | tuple | set | frozenset | type({}.keys()) | type({}.values())):
-            total += 2 + 2 * len(item)
-            stack.extend(item)
-        elif isinstance(item, type({}.items())):
-            total += 2 + 6 * len(item)
-            stack.extend(v for pair in item for v in pair)  # type: ignore[var-annotated]
-        else:  # handles, functions, loops, ranges, generators: short reprs
-            total += 200
-    return total
-
-
-# --- operators ---------------------------------------------------------------------------------------------
-
-_SEQUENCES = (str, bytes, list, tuple)
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int)
-
-
-def _check_repeat(seq: Any, times: int, what: str) -> None:
-    size = len(seq) * max(times, 0)
-    if isinstance(seq, str | bytes):
-        allow_text(size, what)
-    else:
-        allow_items(size, what)
-
-
-def check_binop(operator: str, left: Any, right: Any) -> None:
-    """Refuse `left <operator> right` when its result would pass a bound."""
-    what = f"`{_short(left)} {operator} {_short(right)}`"
-    if operator == "*":
-        if isinstance(left, _SEQUENCES) and _is_int(right):
-            _check_repeat(left, right, what)
-        elif isinstance(right, _SEQUENCES) and _is_int(left):
-            _check_repeat(right, left, what)
-        elif _is_int(left) and _is_int(right):
-            allow_int_bits(left.bit_length() + right.bit_length(), what)
-    elif operator == "+":
-        if isinstance(left, str | bytes) and isinstance(right, str | bytes):
-            allow_text(len(left) + len(right), what)
-        elif isinstance(left, list | tuple) and isinstance(right, list | tuple):
-            allow_items(len(left) + len(right), what)
-        elif _is_int(left) and _is_int(right):
-            allow_int_bits(max(left.bit_length(), right.bit_length()) + 1, what)
-    elif operator == "**":
-        if _is_int(left) and _is_int(right) and right > 0 and abs(left) > 1:
-            allow_int_bits(left.bit_length() * right if right < 2**62 else 2**62, what)
-    elif operator == "%" and isinstance(left, str):
-        allow_text(percent_size(left, right), what)
-
-
-# printf-style conversions: %[(key)][flags][width][.precision][length]type
 _PERCENT = re.compile(
     r"%(?:\((?P<key>[^)]*)\))?[-#0 +]*(?P<width>\*|\d+)?(?:\.(?P<prec>\*|\d+))?[hlL]?(?P<type>.)"
 )
-
-
-def percent_size(fmt: str, args: Any) -> int:
-    """An upper bound on len(fmt % args), without formatting. Mismatched arguments are left for Python's own
-    error."""
-    mapping = args if isinstance(args, Mapping) else None
-    positional = list(args) if isinstance(args, tuple) else [args]
-    index = 0
-
-    def take() -> Any:
-        nonlocal index
-        value = positional[index] if index < len(positional) else ""
-        index += 1
-        return value
-
-    total = len(fmt)
-    for match in _PERCENT.finditer(fmt):
-        if match["type"] == "%":
-            continue
-        width = take() if match["width"] == "*" else int(match["width"] or 0)
-        prec = take() if match["prec"] == "*" else int(match["prec"] or 0)
-        if match["key"] is not None and mapping is not None:
-            value = mapping.get(match["key"], "")
-        else:
-            value = take()
-        width = width if isinstance(width, int) else 0
-        prec = prec if isinstance(prec, int) else 0
-        base = text_size(value) + abs(prec) + (330 if isinstance(value, float) else 0)
-        total += max(abs(width), base)
-        if total > MAX_TEXT:
-            break
-    return total
-
-
-# --- str.format ----------------------------------------------------------------------------------------------
-
 _SPEC = re.compile(r"(?:.?[<>=^])?[-+ ]?z?#?0?(?P<width>\d+)?[,_]?(?:\.(?P<prec>\d+))?[a-zA-Z%]?")
 
 
-class _BoundingFormatter(string.Formatter):
-    """str.format / format_map whose every field, and whose whole result, is bounded before it is made."""
+def _field_size(value: Any, width: Any, precision: Any) -> int:
+    """At most how long one formatted field is (a float's digits come on top of its precision)."""
+    return max(
+        abs(_int(width)), size_of(value, MAX_TEXT) + abs(_int(precision)) + 330 * isinstance(value, float)
+    )
+
+
+def percent_size(fmt: str, args: Any) -> int:
+    """An upper bound on len(fmt % args); mismatched arguments are left for Python's own error."""
+    positional = iter(args if isinstance(args, tuple) else (args,))
+    total = len(fmt)
+    for match in _PERCENT.finditer(fmt):
+        if match["type"] != "%" and total <= MAX_TEXT:
+            width = next(positional, 0) if match["width"] == "*" else int(match["width"] or 0)
+            precision = next(positional, 0) if match["prec"] == "*" else int(match["prec"] or 0)
+            keyed = match["key"] is not None and isinstance(args, Mapping)
+            total += _field_size(args.get(match["key"]) if keyed else next(positional, ""), width, precision)
+    return total
+
+
+def _replace_size(b: RenderBudget, s: Any, old: Any, new: Any, count: Any) -> int:
+    if not isinstance(s, str) or not isinstance(old, str) or not isinstance(new, str):
+        return b.text(s) * max(b.text(new), 1)  # replacing in the text of another value: any char may match
+    n = s.count(old) if old else len(s) + 1
+    return len(s) + (min(n, count) if isinstance(count, int) and count >= 0 else n) * max(
+        len(new) - len(old), 0
+    )
+
+
+def _sum_size(b: RenderBudget, items: list[Any], start: Any, what: str) -> int:
+    """Summing lists makes a new list at each step: the result is bounded, and each step's copy is counted."""
+    if isinstance(start, list | tuple):  # numbers grow by a few bits, and Python refuses to sum strings
+        allow_items(total := len(start) + sum(len(i) for i in items if isinstance(i, list | tuple)), what)
+        b.charge(total * len(items))
+    return 0
+
+
+def _pad(width: Any) -> int:
+    return len(width) if isinstance(width, str) else max(_int(width), 0)
+
+
+def _pieces(b: RenderBudget, count: Any, what: str) -> int:
+    allow_items(_int(count), what)
+    return 0
+
+
+_Arg = Callable[[int, str, Any], Any]  # (position, keyword, default) -> the argument given
+# What a growing str method or filter would make, in characters, from its value and arguments; those that make
+# lists refuse by themselves. Filters not named here make at most what they are given.
+_GROWS: dict[str, Callable[[RenderBudget, Any, _Arg, str], int]] = {
+    **dict.fromkeys(
+        ["center", "ljust", "rjust", "zfill"],
+        lambda b, v, arg, what: max(b.text(v), _int(arg(0, "width", 0))),
+    ),
+    "replace": lambda b, v, arg, what: _replace_size(
+        b, v, arg(0, "old", ""), arg(1, "new", ""), arg(2, "count", -1)
+    ),
+    "expandtabs": lambda b, v, arg, what: len(v) + v.count("\t") * max(_int(arg(0, "tabsize", 8)), 0),
+    "indent": lambda b, v, arg, what: (
+        b.text(v) + (v.count("\n") + 1 if isinstance(v, str) else 1) * _pad(arg(0, "width", 4))
+    ),
+    "wordwrap": lambda b, v, arg, what: (b.text(v) + 1) * (1 + len(str(arg(2, "wrapstring", None) or "\n"))),
+    "format": lambda b, v, arg, what: (
+        b.text(v) if b.text(v) > MAX_TEXT else percent_size(str(v), arg(-1, "", ()))
+    ),
+    "join": lambda b, v, arg, what: b.text(v) + b.text(arg(0, "d", "")) * len(v),
+    "sum": lambda b, v, arg, what: _sum_size(b, v, arg(1, "start", 0), what),
+    "batch": lambda b, v, arg, what: _pieces(b, arg(0, "linecount", 0), what),
+    "slice": lambda b, v, arg, what: _pieces(b, arg(0, "slices", 0), what),
+    **dict.fromkeys(["string", "tojson", "upper", "title", "capitalize"], lambda b, v, arg, what: b.text(v)),
+}
+# The filters a template may use. Left out: lipsum-like generators, the HTML filters (escape, safe, striptags,
+# urlize, urlencode, xmlattr), pprint, and random (a prompt must not change from one run to the next).
+_FILTERS = (
+    "abs attr batch capitalize center count d default dictsort filesizeformat first float format groupby indent "
+    "int items join last length list lower map max min reject rejectattr replace reverse round select "
+    "selectattr slice sort string sum title tojson trim truncate unique upper wordcount wordwrap"
+).split()
+_METHODS = {  # the methods of plain values a template may call; the others are unsafe attributes
+    str: frozenset(
+        "capitalize casefold center count endswith expandtabs find format format_map index isalnum isalpha "
+        "isascii isdecimal isdigit isidentifier islower isnumeric isprintable isspace istitle isupper join ljust "
+        "lower lstrip partition removeprefix removesuffix replace rfind rindex rjust rpartition rsplit rstrip "
+        "split splitlines startswith strip swapcase title upper zfill".split()
+    ),
+    dict: frozenset({"get", "items", "keys", "values"}),
+    list | tuple: frozenset({"count", "index"}),
+    int | float: frozenset({"bit_length", "is_integer"}),
+}
+
+
+def _arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Arg:
+    """Looks an argument up by position or keyword; position -1 gives the keywords, else all positionals."""
+    return lambda i, key, default: (
+        (kwargs or args) if i < 0 else args[i] if len(args) > i else kwargs.get(key, default)
+    )
+
+
+def check_binop(b: RenderBudget, operator: str, left: Any, right: Any, what: str) -> int | None:
+    """Refuse `left <operator> right` past a bound before it runs; returns the size of a list it makes."""
+    if operator == "*":
+        seq, times = (right, left) if isinstance(left, int) and not isinstance(right, int) else (left, right)
+        if isinstance(times, int) and isinstance(seq, str):
+            allow_text(len(seq) * max(times, 0), what)
+        elif isinstance(times, int) and isinstance(seq, list | tuple):
+            allow_items(len(seq) * max(times, 0), what)
+            allow_size(size := size_of(seq, MAX_SIZE // max(times, 1), b.known) * max(times, 0), what)
+            return size
+        elif isinstance(left, int) and isinstance(right, int):
+            allow_bits(left.bit_length() + right.bit_length(), what)
+    elif operator == "+":
+        if isinstance(left, str) and isinstance(right, str):
+            allow_text(len(left) + len(right), what)
+        elif isinstance(left, list | tuple) and isinstance(right, list | tuple):
+            allow_items(len(left) + len(right), what)
+            allow_size(size := size_of(left, MAX_SIZE, b.known) + size_of(right, MAX_SIZE, b.known), what)
+            return size
+        elif isinstance(left, int) and isinstance(right, int):
+            allow_bits(max(left.bit_length(), right.bit_length()) + 1, what)
+    elif (
+        operator == "**" and isinstance(left, int) and isinstance(right, int) and right > 0 and abs(left) > 1
+    ):
+        allow_bits(left.bit_length() * min(right, 2**62), what)
+    elif operator == "%" and isinstance(left, str):
+        allow_text(percent_size(left, right), what)
+    return None
+
+
+class _BoundedFormatter(SandboxedFormatter):
+    """str.format / format_map with each field, and the whole result, bounded before it is made."""
 
     made = 0
 
     def convert_field(self, value: Any, conversion: str | None) -> Any:
-        if conversion in ("r", "a", "s"):
-            allow_text(text_size(value), f"`!{conversion}` of {_short(value)} in str.format")
+        if conversion:
+            allow_text(size_of(value, MAX_TEXT), f"`!{conversion}` of {_short(value)} in str.format")
         return super().convert_field(value, conversion)
 
     def format_field(self, value: Any, format_spec: str) -> Any:
-        match = _SPEC.fullmatch(format_spec)
-        width = int(match["width"] or 0) if match else 0
-        prec = int(match["prec"] or 0) if match else 0
-        size = max(width, text_size(value) + prec + (330 if isinstance(value, float) else 0))
-        self.made += size
+        spec = _SPEC.fullmatch(format_spec)
+        self.made += _field_size(value, *(int(spec[g] or 0) if spec else 0 for g in ("width", "prec")))
         allow_text(self.made, f"str.format with the field spec {format_spec[:20]!r}")
         return super().format_field(value, format_spec)
 
 
-class BoundedFormatter(_BoundingFormatter, SandboxedFormatter):
-    pass
+def _bounded_filter(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
+    @wraps(func)  # keeps Jinja's pass_context / pass_environment marking
+    def bounded(*args: Any, **kwargs: Any) -> Any:
+        budget = _budget()
+        budget.tick()
+        lead = 0  # the context or environment Jinja passes first
+        while lead < len(args) and isinstance(args[lead], Context | EvalContext | jinja2.Environment):
+            lead += 1
+        shown = ", ".join([*map(_short, args[lead + 1 :]), *(f"{k}={_short(v)}" for k, v in kwargs.items())])
+        what = f"the {name} filter (`|{name}({shown})`)"
+        if name in _GROWS and lead < len(args):
+            if name in ("join", "sum"):  # the items are read once, here, and handed on as a list
+                args = (*args[:lead], budget.list_of(args[lead], what), *args[lead + 1 :])
+            allow_text(_GROWS[name](budget, args[lead], _arguments(args[lead + 1 :], kwargs), what), what)
+        return budget.made(func(*args, **kwargs), what, inputs=args)
+
+    return bounded
 
 
-class BoundedEscapeFormatter(_BoundingFormatter, SandboxedEscapeFormatter):
-    pass
+# --- loops and named values ----------------------------------------------------------------------------------
 
 
-# --- string methods ------------------------------------------------------------------------------------------
+class _Counted:
+    """A loop's iterable whose every iteration counts against the render (`loop.length` still works)."""
 
-
-def _width_size(s: str, width: Any, *_: Any) -> int:
-    return max(len(s), width if isinstance(width, int) else 0)
-
-
-def _replace_size(s: str, old: Any, new: Any, count: Any = -1) -> int:
-    if not isinstance(old, str) or not isinstance(new, str):
-        return len(s)
-    n = s.count(old) if old else len(s) + 1
-    if isinstance(count, int) and count >= 0:
-        n = min(n, count)
-    return len(s) + n * max(len(new) - len(old), 0)
-
-
-def _expandtabs_size(s: str, tabsize: Any = 8) -> int:
-    return len(s) + s.count("\t") * max(tabsize if isinstance(tabsize, int) else 8, 0)
-
-
-def _join_size(sep: str, items: list[Any]) -> int:
-    return sum(text_size(i) for i in items) + len(sep) * max(len(items) - 1, 0)
-
-
-def _translate_size(s: str, table: Any) -> int:
-    longest = 1
-    if isinstance(table, Mapping):
-        longest = max([1, *(len(v) for v in table.values() if isinstance(v, str))])
-    return len(s) * longest
-
-
-_STR_GROWERS: dict[str, Callable[..., int]] = {
-    "center": _width_size,
-    "ljust": _width_size,
-    "rjust": _width_size,
-    "zfill": _width_size,
-    "replace": _replace_size,
-    "expandtabs": _expandtabs_size,
-    "translate": _translate_size,
-}
-
-
-def _bounded_str_call(method: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """Call a str method, predicting the size first where it can grow the string."""
-    s, name = method.__self__, method.__name__
-    what = f"str.{name}() on {_short(s)}"
-    if name == "join" and args:
-        items = bounded_list(args[0], what)
-        allow_text(_join_size(s, items), what)
-        return method(items)
-    grower = _STR_GROWERS.get(name)
-    if grower is not None:
-        try:
-            size = grower(s, *args, **kwargs)
-        except TypeError:  # wrong arguments: let the method say so
-            size = 0
-        allow_text(size, what)
-        return method(*args, **kwargs)
-    result = method(*args, **kwargs)
-    _charge_result(result)
-    return result
-
-
-def _charge_result(result: Any) -> None:
-    if isinstance(result, str | bytes | list | tuple | dict):
-        _charge(len(result))
-
-
-# --- iteration and concatenation -----------------------------------------------------------------------------
-
-
-def bounded_list(iterable: Any, what: str) -> list[Any]:
-    """list(iterable), refusing past MAX_ITEMS items without reading further."""
-    if isinstance(iterable, list | tuple | str | range | dict):
-        allow_items(len(iterable), what)
-        return list(iterable)
-    out: list[Any] = []
-    for item in iterable:
-        out.append(item)
-        if len(out) > MAX_ITEMS:
-            allow_items(len(out), what)
-        if len(out) % 4096 == 0:
-            _check_time()
-    _charge(len(out))
-    return out
-
-
-class _Steps:
-    """A for-loop's iterable that counts each iteration against the render (loop.length still works)."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
+    def __init__(self, inner: Any, budget: RenderBudget) -> None:
+        self.inner, self.budget = inner, budget
 
     def __iter__(self) -> Iterator[Any]:
         for item in self.inner:
-            _tick()
+            self.budget.tick()
             yield item
 
-
-class _SizedSteps(_Steps):
     def __len__(self) -> int:
-        return len(self.inner)
+        return len(self.inner)  # a TypeError for iterators makes Jinja count the items instead
 
 
-def bounded_range(*args: int) -> range:
-    rng = range(*args)
-    what = f"range({', '.join(str(a) for a in args)})"
-    allow_items(len(rng), what, charge=False)  # a range holds no items: only its length is bounded
-    return rng
+def _loop_filter(iterable: Any) -> _Counted:
+    budget = _budget()
+    return _Counted(budget.hold(iterable, lambda: f"the iterable of a loop ({_short(iterable)})"), budget)
 
 
-# --- filters -------------------------------------------------------------------------------------------------
+def _value_filter(value: Any) -> Any:
+    return _budget().hold(value, lambda: f"the value of a {{% set %}} or {{% with %}} ({_short(value)})")
 
 
-def _keep_pass_arg(original: Callable[..., Any]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Wrap a filter, keeping Jinja's pass_context/pass_eval_context/pass_environment marker."""
+class _NamedValues(Extension):
+    """`{% for x in E %}` -> `{% for x in (E)|bounded_loop %}`; `{% set x = E %}` and `{% with x = E %}` ->
+    `... = (E)|bounded_value`. A filter, unlike a name, cannot be rebound by a template."""
 
-    def decorate(wrapper: Callable[..., Any]) -> Callable[..., Any]:
-        marker = getattr(original, "jinja_pass_arg", None)
-        if marker is not None:
-            wrapper.jinja_pass_arg = marker  # type: ignore[attr-defined]
-        return wrapper
-
-    return decorate
-
-
-@jinja2.pass_eval_context
-def _join(eval_ctx: Any, value: Any, d: str = "", attribute: Any = None) -> str:
-    if attribute is not None:
-        value = map(jf.make_attrgetter(eval_ctx.environment, attribute), value)
-    items = bounded_list(value, "the join filter")
-    allow_text(_join_size(str(d), items), f"join with {_short(str(d))} of {_n(len(items))} items")
-    return jf.sync_do_join(eval_ctx, items, d)
-
-
-def _center(value: Any, width: int = 80) -> str:
-    allow_text(max(text_size(value), width if isinstance(width, int) else 0), f"center({width!r})")
-    return jf.do_center(value, width)
-
-
-def _indent(s: str, width: int | str = 4, first: bool = False, blank: bool = False) -> str:
-    pad = width if isinstance(width, str) else 0 if not isinstance(width, int) else width
-    pad_len = len(pad) if isinstance(pad, str) else max(pad, 0)
-    text = str(s)
-    allow_text(len(text) + (text.count("\n") + 1) * pad_len, f"indent({width!r}) of {_short(text)}")
-    return jf.do_indent(s, width, first, blank)
-
-
-@jinja2.pass_environment
-def _wordwrap(
-    environment: Any,
-    s: str,
-    width: int = 79,
-    break_long_words: bool = True,
-    wrapstring: str | None = None,
-    break_on_hyphens: bool = True,
-) -> str:
-    text = str(s)
-    wrap = environment.newline_sequence if wrapstring is None else str(wrapstring)
-    allow_text(len(text) + (len(text) + 1) * len(wrap), f"wordwrap({width!r}) of {_short(text)}")
-    return jf.do_wordwrap(environment, s, width, break_long_words, wrapstring, break_on_hyphens)
-
-
-@jinja2.pass_eval_context
-def _replace(eval_ctx: Any, s: str, old: str, new: str, count: int | None = None) -> str:
-    text = str(s)
-    allow_text(_replace_size(text, str(old), str(new), -1 if count is None else count), "the replace filter")
-    return jf.do_replace(eval_ctx, s, old, new, count)
-
-
-def _format(value: str, *args: Any, **kwargs: Any) -> str:
-    allow_text(percent_size(str(value), kwargs or args), f"the format filter on {_short(str(value))}")
-    return jf.do_format(value, *args, **kwargs)
-
-
-def _batch(value: Any, linecount: int, fill_with: Any = None) -> Iterator[list[Any]]:
-    if isinstance(linecount, int):
-        allow_items(linecount, f"batch({linecount})")
-    for chunk in jf.do_batch(value, linecount, fill_with):
-        _tick()
-        yield chunk
-
-
-def _slice(value: Any, slices: int, fill_with: Any = None) -> Iterator[list[Any]]:
-    if isinstance(slices, int):
-        allow_items(slices, f"slice({slices})")
-    return jf.sync_do_slice(value, slices, fill_with)
-
-
-@jinja2.pass_environment
-def _sum(environment: Any, iterable: Any, attribute: Any = None, start: Any = 0) -> Any:
-    if attribute is not None:
-        iterable = map(jf.make_attrgetter(environment, attribute), iterable)
-    total = start
-    for item in bounded_list(iterable, "the sum filter"):
-        check_binop("+", total, item)
-        total = total + item
-    return total
-
-
-def _list(value: Any) -> list[Any]:
-    return bounded_list(value, "the list filter")
-
-
-def _lossless_size(name: str, func: Callable[..., Any], factor: int) -> Callable[..., Any]:
-    """A filter whose output is at most `factor` times its input's text (escaping, quoting, repr)."""
-
-    @_keep_pass_arg(func)
-    @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        value = args[1] if getattr(func, "jinja_pass_arg", None) is not None else args[0]
-        allow_text(text_size(value) * factor, f"the {name} filter on {_short(value)}")
-        return func(*args, **kwargs)
-
-    return wrapper
-
-
-def _checked_after(func: Callable[..., Any]) -> Callable[..., Any]:
-    """A filter that cannot grow its input much: counts the call and the size of what it returns."""
-
-    @_keep_pass_arg(func)
-    @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        _tick()
-        result = func(*args, **kwargs)
-        _charge_result(result)
-        return result
-
-    return wrapper
-
-
-_PREDICTED_FILTERS: dict[str, Callable[..., Any]] = {
-    "join": _join,
-    "center": _center,
-    "indent": _indent,
-    "wordwrap": _wordwrap,
-    "replace": _replace,
-    "format": _format,
-    "batch": _batch,
-    "slice": _slice,
-    "sum": _sum,
-    "list": _list,
-}
-# escaping multiplies a character by at most 6 (`&#34;`), JSON by 6 (`\u0001`), repr/str/urlencode by 12
-_GROWTH_FACTOR = {
-    "e": 6,
-    "escape": 6,
-    "forceescape": 6,
-    "tojson": 6,
-    "pprint": 6,
-    "string": 1,
-    "urlencode": 12,
-    "xmlattr": 12,
-    "title": 3,
-    "upper": 3,
-    "capitalize": 3,
-}
-# urlize writes each link's target and rel once per link: unbounded by its input, and of no use in a prompt
-_REMOVED_FILTERS = ("urlize",)
-
-
-def bounded_filters(defaults: dict[str, Callable[..., Any]]) -> dict[str, Callable[..., Any]]:
-    out: dict[str, Callable[..., Any]] = {}
-    for name, func in defaults.items():
-        if name in _REMOVED_FILTERS:
-            continue
-        if name in _PREDICTED_FILTERS:
-            out[name] = _PREDICTED_FILTERS[name]
-        elif name in _GROWTH_FACTOR:
-            out[name] = _checked_after(_lossless_size(name, func, _GROWTH_FACTOR[name]))
-        else:
-            out[name] = _checked_after(func)
-    return out
+    def filter_stream(self, stream: TokenStream) -> Iterable[Token]:
+        tag, depth, wrapping, previous = None, 0, "", "eof"
+        for token in stream:
+            if tag is None and previous == "block_begin" and token.type == "name":
+                tag = token.value if token.value in ("for", "set", "with") else None
+            elif tag is not None:
+                ends = token.type == "block_end" or (tag == "with" and token.type == "comma")
+                if (
+                    wrapping
+                    and depth == 0
+                    and (ends or (tag == "for" and token.test_any("name:if", "name:recursive")))
+                ):
+                    yield from (
+                        Token(token.lineno, *t) for t in (("rparen", ")"), ("pipe", "|"), ("name", wrapping))
+                    )
+                    wrapping = "" if tag == "with" else "done"
+                depth += (token.type in ("lparen", "lbracket", "lbrace")) - (
+                    token.type in ("rparen", "rbracket", "rbrace")
+                )
+            yield token
+            previous = token.type
+            if token.type == "block_end":
+                tag, depth, wrapping = None, 0, ""
+            elif tag and depth == 0 and not wrapping and token.test("name:in" if tag == "for" else "assign"):
+                wrapping = "bounded_loop" if tag == "for" else "bounded_value"
+                yield Token(token.lineno, "lparen", "(")
 
 
 # --- the environment -----------------------------------------------------------------------------------------
 
 
-class _WrapLoopsAndConcat(NodeTransformer):
-    """Route every `{% for %}` iterable and every `~` through the environment, where they are counted."""
-
-    def visit_For(self, node: nodes.For) -> nodes.Node:
-        self.generic_visit(node)
-        call = nodes.Call(nodes.EnvironmentAttribute("bounded_steps"), [node.iter], [], None, None)
-        node.iter = call.set_lineno(node.lineno)
-        return node
-
-    def visit_Concat(self, node: nodes.Concat) -> nodes.Node:
-        self.generic_visit(node)
-        call = nodes.Call(
-            nodes.EnvironmentAttribute("bounded_tilde"), [nodes.List(node.nodes)], [], None, None
-        )
-        return call.set_lineno(node.lineno)
-
-
 def _finalize(value: Any) -> Any:
-    """Every `{{ ... }}` passes here before str(): a huge structure is refused before it is written out."""
-    if not isinstance(value, str | int | float | bool | type(None)):  # those are already bounded
-        allow_text(text_size(value), f"writing out {_short(value)}")
+    """Every `{{ ... }}` passes here before it becomes text: a huge value is refused before str() runs."""
+    budget = _budget()
+    budget.check_time()
+    if (size := budget.text(value)) > MAX_TEXT:
+        raise TemplateBoundError(
+            f"writing out {_short(value)} would make {'' if isinstance(value, str) else 'at least '}{_n(size)} "
+            f"characters; a template may write at most {_n(MAX_TEXT)} at once ({_DOCS})."
+        )
     return value
 
 
+def _argument(name: str, value: Any) -> str:
+    return f"an argument of {name} ({_short(value)})"
+
+
+def _range(*args: int) -> range:
+    allow_items(len(range(*args)), f"range({', '.join(map(str, args))})")
+    return range(*args)
+
+
 class BoundedSandbox(ImmutableSandboxedEnvironment):
-    """The immutable sandbox with every growing operation bounded (module docstring)."""
+    """The immutable sandbox with every operation bounded (module docstring)."""
 
     intercepted_binops = frozenset({"*", "%", "**", "+"})
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, finalize=_finalize, **kwargs)
-        self.filters = bounded_filters(dict(self.filters))
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(finalize=_finalize, extensions=[_NamedValues], **kwargs)
+        self.filters = {name: _bounded_filter(name, self.filters[name]) for name in _FILTERS}
+        self.filters.update(bounded_loop=_loop_filter, bounded_value=_value_filter)
         self.globals.pop("lipsum", None)  # lipsum(n=10**9) writes paragraphs without end
-        self.globals["range"] = bounded_range
+        self.globals["range"] = _range
 
-    def _generate(self, source: nodes.Template, *args: Any, **kwargs: Any) -> str:
-        source = _WrapLoopsAndConcat().visit(source)
-        source.set_environment(self)
-        return super()._generate(source, *args, **kwargs)
+    def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
+        allowed = next((names for kind, names in _METHODS.items() if isinstance(obj, kind)), None)
+        if allowed is not None and callable(value) and attr not in allowed:
+            return False
+        return super().is_safe_attribute(obj, attr, value)
 
     def call_binop(self, context: Context, operator: str, left: Any, right: Any) -> Any:
-        _check_time()
-        check_binop(operator, left, right)
-        return super().call_binop(context, operator, left, right)
+        budget = _budget()
+        budget.check_time()
+        what = f"`{_short(left)} {operator} {_short(right)}`"
+        size = check_binop(budget, operator, left, right, what)
+        return budget.made(super().call_binop(context, operator, left, right), what, size=size)
 
     def call(__self, __context: Context, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
-        _tick()
-        if not __self.is_safe_callable(__obj):
-            return super().call(__context, __obj, *args, **kwargs)  # raises the sandbox's SecurityError
-        if isinstance(getattr(__obj, "__self__", None), str) and callable(__obj):
-            return _bounded_str_call(__obj, args, kwargs)
-        result = super().call(__context, __obj, *args, **kwargs)
-        _charge_result(result)
-        return result
+        budget = _budget()
+        budget.tick()
+        name = getattr(__obj, "__name__", None) or getattr(__obj, "name", None) or type(__obj).__name__
+        for value in args:
+            budget.hold(value, partial(_argument, name, value))
+        for value in kwargs.values():  # not remembered: Jinja passes its own loop variables here
+            budget.hold(value, partial(_argument, name, value), remember=False)
+        owner = getattr(__obj, "__self__", None)
+        what = f"str.{name}() on {_short(owner)}" if isinstance(owner, str) else f"calling {name}"
+        if isinstance(owner, str) and name in ("format", "format_map"):  # reached without attribute access
+            __obj = __self._format(owner, name)
+        elif isinstance(owner, str) and name == "join" and len(args) == 1:
+            args = (budget.list_of(args[0], what),)
+            allow_text(budget.text(args[0]) + len(owner) * len(args[0]), what)
+        elif isinstance(owner, str) and name in _GROWS:
+            allow_text(_GROWS[name](budget, owner, _arguments(args, kwargs), what), what)
+        return budget.made(super().call(__context, __obj, *args, **kwargs), what, inputs=args)
 
     def getattr(self, obj: Any, attribute: str) -> Any:
-        _check_time()
+        _budget().check_time()
+        if isinstance(obj, str) and attribute in ("format", "format_map"):
+            return self._format(obj, attribute)
         return super().getattr(obj, attribute)
 
     def getitem(self, obj: Any, argument: Any) -> Any:
-        _check_time()
+        _budget().check_time()
+        if isinstance(obj, str) and argument in ("format", "format_map"):
+            return self._format(obj, argument)
         return super().getitem(obj, argument)
 
-    def wrap_str_format(self, value: Any) -> Callable[..., str] | None:
-        if super().wrap_str_format(value) is None:
-            return None
-        f_self = value.__self__
-        is_format_map = value.__name__ == "format_map"
-
+    def _format(self, text: str, method: str) -> Callable[..., str]:
         def bounded_format(*args: Any, **kwargs: Any) -> str:
-            formatter: _BoundingFormatter
-            if isinstance(f_self, Markup):
-                formatter = BoundedEscapeFormatter(self, escape=f_self.escape)
-            else:
-                formatter = BoundedFormatter(self)
-            if is_format_map:
+            if method == "format_map":
                 if kwargs or len(args) != 1:
                     raise TypeError("format_map() takes exactly one argument")
                 kwargs, args = args[0], ()
-            return type(f_self)(formatter.vformat(f_self, args, kwargs))
+            return _BoundedFormatter(self).vformat(text, args, kwargs)
 
-        return functools.update_wrapper(bounded_format, value)
+        return bounded_format
 
     def concat(self, pieces: Iterable[str]) -> str:
-        """Joins the output of `{% set %}` blocks, macros and `{% filter %}` blocks."""
-        parts = pieces if isinstance(pieces, list) else list(pieces)
-        allow_text(sum(len(p) for p in parts), "the text of a block or macro")
+        """Joins a render's output (streamed, so the error is raised at the template line that passed the cap)
+        and each block's, macro's and imported template's text."""
+        parts, total = [], 0
+        for piece in pieces:
+            total += len(piece)
+            if total > MAX_TEXT:
+                streamed = hasattr(pieces, "throw")
+                whose = "the rendered prompt" if streamed else "the text of a block or macro"
+                err = TemplateBoundError(f"{whose} passed {_n(MAX_TEXT)} characters (the limit; {_DOCS}).")
+                if streamed:
+                    pieces.throw(err)  # type: ignore[attr-defined]
+                raise err
+            parts.append(piece)
         return "".join(parts)
-
-    @staticmethod
-    def bounded_steps(iterable: Any) -> _Steps:
-        return _SizedSteps(iterable) if hasattr(type(iterable), "__len__") else _Steps(iterable)
-
-    @staticmethod
-    def bounded_tilde(pieces: list[Any]) -> str:
-        allow_text(sum(text_size(p) for p in pieces), "`~` of " + " ~ ".join(_short(p) for p in pieces[:3]))
-        return "".join(str(p) for p in pieces)
 
 
 def render_bounded(
     template: jinja2.Template, context: Mapping[str, Any], time_limit_s: float | None = None
 ) -> str:
-    """template.render(**context) within one render's budget, its output capped at MAX_TEXT characters. The
-    cap is raised inside the template's own frame, so the error names the line that wrote past it."""
+    """template.render(**context) within one render's budget."""
     with render_scope(time_limit_s):
-        pieces: list[str] = []
-        total = 0
-        gen = cast(Generator[str, None, None], template.generate(**context))  # a generator, typed Iterator
-        for piece in gen:
-            total += len(piece)
-            if total > MAX_TEXT:
-                gen.throw(
-                    TemplateBoundError(
-                        f"the rendered prompt passed {_n(MAX_TEXT)} characters (the limit on one prompt; {_DOCS})."
-                    )
-                )
-            pieces.append(piece)
-        return "".join(pieces)
+        return template.render(**context)
 
 
 def evaluate_bounded(expression: Callable[..., Any], context: Mapping[str, Any]) -> Any:

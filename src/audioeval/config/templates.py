@@ -12,6 +12,7 @@ error naming the template file and line.
 from __future__ import annotations
 
 import re
+import secrets
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,10 +32,6 @@ from audioeval.config.template_bounds import (
 from audioeval.errors import ConfigError
 from audioeval.types import AudioClip, AudioPart, Message, Role, TextPart
 
-# Markers that audio() and turn() leave in rendered text, each wrapped in its own control character so
-# that neither can be mistaken for the other whatever text follows.
-_AUDIO_MARK = re.compile(r"\x01(\d+)\x01")
-_TURN_MARK = re.compile(r"\x02([a-z]+)\x02")
 _RAW_PLACEHOLDERS = re.compile(
     r"<audio>|<\|AUDIO\|>|<\|audio_bos\|>|<\|audio_pad\|>|<\|audio_start\|>|<audio_soft_token>|<\|audio_\d+\|>",
     flags=re.IGNORECASE,
@@ -104,25 +101,39 @@ def make_environment(search_dirs: list[Path]) -> ImmutableSandboxedEnvironment:
     )
 
 
-def turn_marker(role: str) -> str:
-    """What {{ turn(role) }} leaves in the rendered text."""
-    if role not in ROLES:
-        raise ValueError(f"turn() role must be one of {ROLES}, got {role!r}")
-    return f"\x02{role}\x02"
+class Markers:
+    """The markers that audio() and turn() leave in the text of one render. Each carries a nonce drawn at
+    random for that render, so text that reaches the output from data (a model's answer, a label, a stored
+    dataset, a transcript) is never taken for a marker: it would have to contain a nonce it never saw. A forged
+    marker stays plain text."""
 
+    def __init__(self) -> None:
+        nonce = secrets.token_hex(8)
+        self._audio_prefix, self._turn_prefix = f"\x01{nonce}:", f"\x02{nonce}:"
+        self.audio_mark = re.compile(f"\x01{nonce}:(\\d+)\x01")
+        self.turn_mark = re.compile(f"\x02{nonce}:([a-z]+)\x02")
 
-def split_turns(text: str, source: str) -> list[tuple[Role, str]]:
-    """(role, body) per turn() marker of a whole-prompt template's output."""
-    pieces = _TURN_MARK.split(text)
-    if pieces[0].strip():
-        raise ConfigError(
-            f"{source}: text before the first turn() marker; "
-            'start the template with {{ turn("system") }} or {{ turn("user") }}.'
-        )
-    turns = list(zip(pieces[1::2], pieces[2::2], strict=True))
-    if not turns:
-        raise ConfigError(f"{source}: the prompt template produced no turn() markers.")
-    return [(cast(Role, role), body) for role, body in turns]  # turn_marker writes only these roles
+    def audio(self, index: int) -> str:
+        return f"{self._audio_prefix}{index}\x01"
+
+    def turn(self, role: str) -> str:
+        """What {{ turn(role) }} leaves in the rendered text."""
+        if role not in ROLES:
+            raise ValueError(f"turn() role must be one of {ROLES}, got {role!r}")
+        return f"{self._turn_prefix}{role}\x02"
+
+    def split_turns(self, text: str, source: str) -> list[tuple[Role, str]]:
+        """(role, body) per turn() marker of a whole-prompt template's output."""
+        pieces = self.turn_mark.split(text)
+        if pieces[0].strip():
+            raise ConfigError(
+                f"{source}: text before the first turn() marker; "
+                'start the template with {{ turn("system") }} or {{ turn("user") }}.'
+            )
+        turns = list(zip(pieces[1::2], pieces[2::2], strict=True))
+        if not turns:
+            raise ConfigError(f"{source}: the prompt template produced no turn() markers.")
+        return [(cast(Role, role), body) for role, body in turns]  # turn() writes only these roles
 
 
 def compile_file(env: ImmutableSandboxedEnvironment, path: Path) -> jinja2.Template:
@@ -172,6 +183,8 @@ class _Placement:
 
     def __init__(self, handles: dict[int, AudioClip]) -> None:
         self.handles = handles
+        self.marks = Markers()
+        self.turn = self.marks.turn
         self.clips: list[AudioClip] = []
         self.skipped: list[AudioClip] = []
 
@@ -180,7 +193,7 @@ class _Placement:
         if clip is None:
             raise TypeError(f"audio() expects a clip from the episode, got {type(obj).__name__}")
         self.clips.append(clip)
-        return f"\x01{len(self.clips) - 1}\x01"
+        return self.marks.audio(len(self.clips) - 1)
 
     def skip_audio(self, obj: Any) -> str:
         clip = _clip_of(obj, self.handles)
@@ -188,10 +201,6 @@ class _Placement:
             raise TypeError(f"skip_audio() expects a clip from the episode, got {type(obj).__name__}")
         self.skipped.append(clip)
         return ""
-
-    @staticmethod
-    def turn(role: str) -> str:
-        return turn_marker(role)
 
 
 class PromptRenderer:
@@ -332,33 +341,36 @@ class PromptRenderer:
         return messages
 
     def _message(self, role: Role, text: str, placement: _Placement, template_role: str) -> Message:
-        if _TURN_MARK.search(text):
+        if placement.marks.turn_mark.search(text):
             raise ConfigError(
                 f"{self.task.templates[template_role]}: turn() is only allowed in a whole-prompt template (`prompt`)."
             )
         return Message(role=role, parts=self._parts(text, placement, template_role))
 
     def _split_turns(self, text: str, placement: _Placement, template_role: str) -> list[Message]:
-        turns = split_turns(text, str(self.task.templates[template_role]))
+        turns = placement.marks.split_turns(text, str(self.task.templates[template_role]))
         return [Message(role=role, parts=self._parts(body, placement, template_role)) for role, body in turns]
 
     def _parts(
         self, text: str, placement: _Placement, template_role: str
     ) -> tuple[TextPart | AudioPart, ...]:
-        raw = _RAW_PLACEHOLDERS.search(_AUDIO_MARK.sub("", text))
+        where = self.task.templates[template_role]
+        raw = _RAW_PLACEHOLDERS.search(placement.marks.audio_mark.sub("", text))
         if raw:
             raise ConfigError(
-                f"{self.task.templates[template_role]}: the template writes the audio placeholder {raw.group(0)!r} "
+                f"{where}: the template writes the audio placeholder {raw.group(0)!r} "
                 "as text. Place audio with {{ audio(clip) }}; each model backend inserts its own audio tokens."
             )
         parts: list[TextPart | AudioPart] = []
-        pieces = _AUDIO_MARK.split(text)
+        pieces = placement.marks.audio_mark.split(text)
         for i, piece in enumerate(pieces):
             if i % 2 == 0:
                 if piece:
                     parts.append(TextPart(piece))
-            else:
+            elif int(piece) < len(placement.clips):
                 parts.append(AudioPart(placement.clips[int(piece)]))
+            else:  # the template copied the text of an audio() marker and changed its number
+                raise ConfigError(f"{where}: the prompt holds an audio marker that audio() did not write.")
         if parts and isinstance(parts[0], TextPart):
             parts[0] = TextPart(parts[0].text.lstrip())
         if parts and isinstance(parts[-1], TextPart):

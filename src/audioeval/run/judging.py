@@ -33,13 +33,7 @@ from typing import Any
 
 from audioeval.config.judge_roles import JudgeRole
 from audioeval.config.template_bounds import evaluate_bounded, render_bounded
-from audioeval.config.templates import (
-    render_failure,
-    split_turns,
-    template_error_location,
-    template_view,
-    turn_marker,
-)
+from audioeval.config.templates import Markers, render_failure, template_error_location, template_view
 from audioeval.config.verdicts import OutOfRange
 from audioeval.errors import ConfigError, UsageError
 from audioeval.models.api.client import EndpointDown
@@ -212,14 +206,15 @@ class JudgePanel:
         }
 
     def _render(self, role: JudgeRole, context: dict[str, Any]) -> tuple[Message, ...]:
+        marks = Markers()  # fresh per render: a response cannot forge a turn
         try:
-            text = render_bounded(role.template, {**context, "turn": turn_marker})
+            text = render_bounded(role.template, {**context, "turn": marks.turn})
         except Exception as err:  # noqa: BLE001
             where = template_error_location(err, str(role.template_path))
             raise ConfigError(
                 f"{where}: error rendering judge role {role.name!r}: {render_failure(err)}"
             ) from err
-        turns = split_turns(text, str(role.template_path))
+        turns = marks.split_turns(text, str(role.template_path))
         return tuple(Message(role=r, parts=(TextPart(body.strip()),)) for r, body in turns)
 
     def _collect(
