@@ -4,16 +4,21 @@ render exactly as plain Jinja renders them."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import threading
+import tracemalloc
 from pathlib import Path
 
+import jinja2
 import numpy as np
 import pytest
+from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from audioeval.config import template_bounds
+from audioeval.config import template_bounds, templates
 from audioeval.config.task import load_task_config
-from audioeval.config.templates import PromptRenderer
+from audioeval.config.template_bounds import render_bounded
+from audioeval.config.templates import PromptRenderer, make_environment
 from audioeval.errors import ConfigError
 from audioeval.types import AudioClip
 from tests.conftest import TOY, run_cli_subprocess
@@ -75,7 +80,8 @@ PAST_THE_BOUNDS = {
     "int * int": ("{% set a = 2 ** 40000 %}{{ a * a }}", "bits"),
     "str + str": ("{% set s = 'x' * 600000 %}{{ s + s }}", "1,200,000 characters"),
     "list + list": ("{% set l = [0] * 60000 %}{{ (l + l)|length }}", "120,000 items"),
-    "tilde": ("{% set s = 'x' * 600000 %}{{ s ~ s }}", "`~`"),
+    # `~` is compiled without a hook: its result is refused where it goes, here written out
+    "tilde": ("{% set s = 'x' * 600000 %}{{ s ~ s }}", "writing out 'xxxxxxxxxxxx...' would make 1,200,000"),
     "str.center": ("{{ 'x'.center(1000000000) }}", "str.center()"),
     "str.ljust": ("{{ 'x'.ljust(1000000000) }}", "str.ljust()"),
     "str.zfill": ("{{ '1'.zfill(1000000000) }}", "str.zfill()"),
@@ -86,7 +92,8 @@ PAST_THE_BOUNDS = {
     "str.format_map": ("{{ '{a:>1000000000}'.format_map({'a': 1}) }}", "str.format"),
     "str.expandtabs": ("{{ ('\\t' * 1000).expandtabs(100000) }}", "str.expandtabs()"),
     "join filter": ("{% set s = 'x' * 600000 %}{{ [s, s]|join }}", "join"),
-    "join of references": ("{% set s = 'x' * 100000 %}{{ ([s] * 100000)|join }}", "join"),
+    # 100,000 references to one long string hold 10^10 characters as `==`, sort and join walk them
+    "join of references": ("{% set s = 'x' * 100000 %}{{ ([s] * 100000)|join }}", "would hold more than"),
     "center filter": ("{{ 'x'|center(1000000000) }}", "center("),
     "indent filter": ("{{ ('a\\n' * 400000)|indent(100) }}", "indent("),
     "wordwrap filter": ("{{ 'a b c'|wordwrap(1, wrapstring='x' * 500000) }}", "wordwrap("),
@@ -201,3 +208,176 @@ WITHIN_THE_BOUNDS = {
 @pytest.mark.parametrize("source", list(WITHIN_THE_BOUNDS))
 def test_templates_within_the_bounds_render_as_plain_jinja(tmp_path, source):
     assert _text(_renderer(tmp_path, "<" + source + ">")) == "<" + WITHIN_THE_BOUNDS[source] + ">"
+
+
+def test_nothing_large_is_allocated_before_a_refusal(tmp_path, monkeypatch):
+    """Sizes are predicted: a template asking for a gigabyte is refused before it is made, not after."""
+    monkeypatch.setattr(template_bounds, "MAX_STEPS", 10_000)
+    for name, (source, _) in PAST_THE_BOUNDS.items():
+        renderer = _renderer(tmp_path, source)
+        tracemalloc.start()
+        try:
+            with pytest.raises(ConfigError):
+                renderer.render(_episode(), 0)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak < 64 * 2**20, f"{name}: {peak / 2**20:.0f} MiB allocated before the refusal"
+
+
+def _finishes(renderer: PromptRenderer) -> BaseException | None:
+    """Render in a worker thread; fail, rather than hang the suite, if the render never returns."""
+    outcome: list[BaseException | None] = []
+
+    def render() -> None:
+        try:
+            renderer.render(_episode(), 0)
+            outcome.append(None)
+        except BaseException as err:  # noqa: BLE001 - handed to the test
+            outcome.append(err)
+
+    worker = threading.Thread(target=render, daemon=True)
+    worker.start()
+    worker.join(timeout=120)
+    assert outcome, "the render did not return"
+    return outcome[0]
+
+
+X_Y = "{% set x = [0] * 99999 %}{% set y = [0] * 99999 %}"
+# Values that hold far more than they take in memory, through shared parts; `==`, `in` and sort walk every part.
+SHARED_PARTS = {
+    "== on repeated lists": (X_Y + "{{ ([x] * 99999) == ([y] * 99999) }}", "would hold more than"),
+    "in on repeated lists": (X_Y + "{{ [y] in ([x] * 99999) }}", "would hold more than"),
+    "sort of repeated lists": ("{{ ([[0] * 99999] * 99999)|sort|length }}", "would hold more than"),
+    "doubling by {% set %}": (
+        "{% set a = [0] %}{% set b = [0] %}"
+        + "{% set a = [a, a] %}{% set b = [b, b] %}" * 40
+        + "{{ a == b }}",
+        "the value of a {% set %}",
+    ),
+    "doubling in a namespace": (
+        "{% set ns = namespace(a=[0], b=[0]) %}{% for i in range(60) %}{% set ns.a = [ns.a, ns.a] %}"
+        "{% set ns.b = [ns.b, ns.b] %}{% endfor %}{{ ns.a == ns.b }}",
+        "the value of a {% set %}",
+    ),
+    "doubling through macro arguments": (
+        "{% macro f(x, y, n) %}{% if n %}{{ f([x, x], [y, y], n - 1) }}{% else %}{{ x == y }}{% endif %}"
+        "{% endmacro %}{{ f([0], [0], 60) }}",
+        "an argument of f",
+    ),
+    "multiplying through loop variables": (
+        "{% set a, b = [0], [0] %}"
+        + "{% for a, b in [([a, a, a, a, a, a, a, a], [b, b, b, b, b, b, b, b])] %}" * 12
+        + "{{ a == b }}"
+        + "{% endfor %}" * 12,
+        "the iterable of a loop",
+    ),
+    "text of a large value": (
+        "{% set s = 'x' * 100000 %}{{ ([s] * 100)|string|length }}",
+        "the string filter",
+    ),
+    "sum of many lists": ("{{ ([[0]] * 90000)|sum(start=[])|length }}", "in all"),
+}
+
+
+@pytest.mark.parametrize("name", list(SHARED_PARTS))
+def test_comparisons_and_sorts_are_bounded_too(tmp_path, name):
+    """`{{ ([x]*99999) == ([y]*99999) }}` used to run for ever: == and `in` have no hook, so what they may walk
+    is bounded where values are made and named."""
+    source, what = SHARED_PARTS[name]
+    err = _finishes(_renderer(tmp_path, source))
+    assert isinstance(err, ConfigError), err
+    assert f"{tmp_path / 'q.jinja'}:2:" in str(err) and "rendering bound" in str(err) and what in str(err)
+
+
+def test_the_largest_values_allowed_compare_and_sort(tmp_path):
+    renderer = _renderer(
+        tmp_path,
+        X_Y + "{{ x == y }} {{ 1 in x }} {{ x|sort|length }} {{ x|unique|list }} {{ x|string|length }}",
+    )
+    assert _finishes(renderer) is None
+    assert _text(renderer) == "True False 99999 [0] 299997"
+
+
+@pytest.mark.parametrize(
+    "source, error",
+    [
+        ("{{ lipsum(1000000000) }}", "'lipsum' is undefined"),
+        ("{{ [1, 2]|random }}", "No filter named 'random'"),  # a prompt must not change between runs
+        ("{{ '<b>'|striptags }}", "No filter named 'striptags'"),
+        ("{{ 'x'.encode() }}", "'encode' of 'str' object is unsafe"),
+        ("{{ (10 ** 100).to_bytes(1000000000) }}", "'to_bytes' of 'int' object is unsafe"),
+    ],
+)
+def test_what_is_left_out_says_so(tmp_path, source, error):
+    with pytest.raises(ConfigError, match=r"q\.jinja:2.*" + re.escape(error)):
+        _renderer(tmp_path, source).render(_episode(), 0)
+
+
+PLAIN_CONTEXT = {
+    "items": [3, 1, 2],
+    "words": ["a", "b", "c"],
+    "d": {"b": 2, "a": 1},
+    "s": "the quick brown fox jumps",
+    "people": [{"name": "ann", "age": 40}, {"name": "bo", "age": 25}, {"name": "cy", "age": 40}],
+    "tree": [{"name": "r", "children": [{"name": "c1", "children": []}, {"name": "c2", "children": []}]}],
+}
+PLAIN_SOURCES = [
+    *WITHIN_THE_BOUNDS,
+    "{% for x in items %}{{ loop.index }}{{ loop.revindex }}{{ loop.last }}/{{ loop.length }};{% endfor %}",
+    "{% for x in items if x > 1 %}{{ x }}{% else %}none{% endfor %}{% for x in [] %}{% else %}empty{% endfor %}",
+    "{% for k, v in d|dictsort %}{{ k }}={{ v }};{% endfor %}{% for k in d %}{{ k }}{% endfor %}",
+    "{% for x in tree recursive %}{{ x.name }}{% if x.children %}({{ loop(x.children) }}){% endif %}{% endfor %}",
+    "{% set a, b = 1, 2 %}{{ a }}{{ b }}{% set c = (a, b) %}{{ c }}{% set e = {'k': [a, b]} %}{{ e }}",
+    "{% set ns = namespace(n=0) %}{% for x in items %}{% set ns.n = ns.n + x %}{% endfor %}{{ ns.n }}",
+    "{% with a = items|length, b = [1, 2] %}{{ a }}{{ b }}{% endwith %}",
+    "{% macro m(x, y=2) %}{{ x }}-{{ y }}{% endmacro %}{% macro w() %}[{{ caller() }}]{% endmacro %}{{ m(1) }}"
+    "{{ m(1, y=[3]) }}{% call w() %}inner {{ m(4) }}{% endcall %}",
+    "{{ items|sort(reverse=true)|join(',') }} {{ items|unique|list }} {{ items|max }} {{ d|items|list }}",
+    "{{ items|map('string')|join('') }} {{ words|select('ne', 'b')|list }} "
+    "{{ people|selectattr('age', 'gt', 30)|map(attribute='name')|join }} {{ people|groupby('age')|list }}",
+    "{{ s.split()|length }} {{ s.upper() }} {{ s|title }} {{ s|truncate(9) }} {{ s|wordcount }} {{ ' x '|trim }}",
+    "{{ items == [3, 1, 2] }} {{ 2 in items }} {{ 'fox' in s }} {{ items < [4] }} {{ d == {'a': 1, 'b': 2} }} "
+    "{{ 9 is divisibleby 3 }} {{ s is string }} {{ 2 is in items }} {{ items|first }}{{ items|last }}",
+    "{{ '%s/%d' % ('a', 3) }} {{ '{}-{}'.format(1, 2) }} {{ range(1, 10, 3)|list }} {{ range(3)|length }}",
+    "{% set c = cycler('a', 'b') %}{% for i in range(3) %}{{ c.next() }}{% endfor %}{{ d.get('a') }}"
+    "{{ d.items()|list }}{{ d.keys()|list }}",
+    "{% set t %}{{ s }}!{% endset %}{{ t }} {{ -3|abs }} {{ 3.7|round }} {{ '5'|int + 1 }} {{ 1000|filesizeformat }}",
+    "{% set ns = namespace(l=[]) %}{% for i in range(5) %}{% set ns.l = ns.l + [i] * 2 %}{% endfor %}{{ ns.l }}",
+]
+
+
+@pytest.mark.parametrize("source", PLAIN_SOURCES)
+def test_templates_within_the_bounds_render_exactly_as_plain_jinja(source):
+    plain = ImmutableSandboxedEnvironment(
+        undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True
+    )
+    bounded = make_environment([])
+    expected = plain.from_string(source).render(**PLAIN_CONTEXT)
+    assert render_bounded(bounded.from_string(source), PLAIN_CONTEXT) == expected
+
+
+@pytest.mark.parametrize(
+    "task", ["toy_tones.yaml", "toy_tones_chat.yaml"], ids=["per-message templates", "whole-prompt template"]
+)
+def test_shipped_templates_render_as_plain_jinja(task, monkeypatch):
+    """What the bench times (bench/template_bounds.py): the bounded sandbox changes no prompt."""
+    episode = {"id": "e0", "index": 0, "context": [], "demos": [], "query": _episode()["query"]}
+    episode["demos"] = [{"clips": _episode()["query"]["clips"], "label": label} for label in ("low", "high")]
+    bounded = [
+        (m.role, m.text)
+        for m in PromptRenderer(load_task_config(TOY / task).with_params({}, "t")).render(episode, 2)
+    ]
+    monkeypatch.setattr(
+        templates,
+        "make_environment",
+        lambda dirs: ImmutableSandboxedEnvironment(
+            loader=jinja2.FileSystemLoader([str(d) for d in dirs]),
+            undefined=jinja2.StrictUndefined,
+            trim_blocks=True,
+            lstrip_blocks=True,
+        ),
+    )
+    monkeypatch.setattr(templates, "render_bounded", lambda template, context: template.render(**context))
+    plain = PromptRenderer(load_task_config(TOY / task).with_params({}, "t")).render(episode, 2)
+    assert bounded == [(m.role, m.text) for m in plain]

@@ -406,29 +406,27 @@ class _NamedValues(Extension):
     `... = (E)|bounded_value`. A filter, unlike a name, cannot be rebound by a template."""
 
     def filter_stream(self, stream: TokenStream) -> Iterable[Token]:
-        tag, depth, wrapping, previous = None, 0, "", "eof"
+        tag = None  # the statement being read: "for", "set" or "with" (None when its value is done)
+        wrapping = ""  # the filter the value being read goes to, once its opening parenthesis is out
+        depth, previous = 0, ""  # brackets open in the statement; the type of the token before
         for token in stream:
-            if tag is None and previous == "block_begin" and token.type == "name":
-                tag = token.value if token.value in ("for", "set", "with") else None
-            elif tag is not None:
-                ends = token.type == "block_end" or (tag == "with" and token.type == "comma")
-                if (
-                    wrapping
-                    and depth == 0
-                    and (ends or (tag == "for" and token.test_any("name:if", "name:recursive")))
-                ):
-                    yield from (
-                        Token(token.lineno, *t) for t in (("rparen", ")"), ("pipe", "|"), ("name", wrapping))
-                    )
-                    wrapping = "" if tag == "with" else "done"
-                depth += (token.type in ("lparen", "lbracket", "lbrace")) - (
-                    token.type in ("rparen", "rbracket", "rbrace")
+            if previous == "block_begin":
+                tag = token.value if token.test_any("name:for", "name:set", "name:with") else None
+            ends = token.type == "block_end" or (tag == "with" and token.type == "comma")
+            ends |= tag == "for" and token.test_any("name:if", "name:recursive")
+            if wrapping and depth == 0 and ends:
+                yield from (
+                    Token(token.lineno, *t) for t in (("rparen", ")"), ("pipe", "|"), ("name", wrapping))
                 )
+                wrapping, tag = "", tag if tag == "with" else None
+            depth += (token.type in ("lparen", "lbracket", "lbrace")) - (
+                token.type in ("rparen", "rbracket", "rbrace")
+            )
             yield token
             previous = token.type
             if token.type == "block_end":
-                tag, depth, wrapping = None, 0, ""
-            elif tag and depth == 0 and not wrapping and token.test("name:in" if tag == "for" else "assign"):
+                tag, depth = None, 0
+            elif depth == 0 and not wrapping and token.test("name:in" if tag == "for" else "assign") and tag:
                 wrapping = "bounded_loop" if tag == "for" else "bounded_value"
                 yield Token(token.lineno, "lparen", "(")
 
