@@ -16,6 +16,7 @@ import pytest
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from audioeval.config import template_bounds, templates
+from audioeval.config.judge_roles import load_roles
 from audioeval.config.task import load_task_config
 from audioeval.config.template_bounds import render_bounded
 from audioeval.config.templates import PromptRenderer, make_environment
@@ -381,3 +382,20 @@ def test_shipped_templates_render_as_plain_jinja(task, monkeypatch):
     monkeypatch.setattr(templates, "render_bounded", lambda template, context: template.render(**context))
     plain = PromptRenderer(load_task_config(TOY / task).with_params({}, "t")).render(episode, 2)
     assert bounded == [(m.role, m.text) for m in plain]
+
+
+def test_a_template_nested_past_pythons_limit_is_one_clear_line(tmp_path):
+    with pytest.raises(
+        ConfigError, match=r"q\.jinja: templates\.query of task 't' cannot be compiled .*nest fewer"
+    ):
+        _renderer(tmp_path, "{% for i in [1] %}" * 25 + "x" + "{% endfor %}" * 25)
+
+
+def test_a_judge_template_with_a_syntax_error_is_one_clear_line(tmp_path):
+    shutil.copytree(TOY, tmp_path / "toy")
+    (tmp_path / "toy" / "judge" / "agrees.jinja").write_text('{{ turn("system") }}\n{% if %}\n')
+    config = load_task_config(tmp_path / "toy" / "toy_tones_judged.yaml")
+    with pytest.raises(
+        ConfigError, match=r"agrees\.jinja:2: template syntax error in judge role 'agrees' of task"
+    ):
+        load_roles(config)

@@ -47,7 +47,7 @@ def load_roles(config: TaskConfig) -> list[JudgeRole]:
         roles.append(
             JudgeRole(
                 name,
-                compile_file(env, path),
+                compile_file(env, path, f"judge role {name!r} of task {config.name!r}"),
                 path,
                 reader,
                 bool(role.get("swap", False)),

@@ -136,9 +136,14 @@ class Markers:
         return [(cast(Role, role), body) for role, body in turns]  # turn() writes only these roles
 
 
-def compile_file(env: ImmutableSandboxedEnvironment, path: Path) -> jinja2.Template:
-    """Compile a template so that errors and tracebacks carry its real file name."""
-    code = env.compile(read_text_file(path, "template"), name=path.name, filename=str(path))
+def compile_file(env: ImmutableSandboxedEnvironment, path: Path, what: str) -> jinja2.Template:
+    """Compile a template so that errors and tracebacks carry its real file name; `what` names it in errors."""
+    try:
+        code = env.compile(read_text_file(path, "template"), name=path.name, filename=str(path))
+    except jinja2.TemplateSyntaxError as err:
+        raise ConfigError(f"{path}:{err.lineno}: template syntax error in {what}: {err.message}") from err
+    except SyntaxError as err:  # Python refuses the compiled template, e.g. more than 20 nested blocks
+        raise ConfigError(f"{path}: {what} cannot be compiled ({err.msg}); nest fewer blocks.") from err
     return env.template_class.from_code(env, code, env.make_globals(None), None)
 
 
@@ -216,13 +221,7 @@ class PromptRenderer:
         self._view: tuple[Any, dict[str, Any], dict[int, AudioClip]] | None = None
         self.templates: dict[str, jinja2.Template] = {}
         for role, path in task.templates.items():
-            try:
-                self.templates[role] = compile_file(self.env, path)
-            except jinja2.TemplateSyntaxError as err:
-                raise ConfigError(
-                    f"{path}:{err.lineno}: template syntax error in templates.{role} of task {task.name!r}: "
-                    f"{err.message}"
-                ) from err
+            self.templates[role] = compile_file(self.env, path, f"templates.{role} of task {task.name!r}")
         self.target_template = self._compile_string(task.target, "target")
         self.label_space_expr = None
         if isinstance(task.label_space, str):
