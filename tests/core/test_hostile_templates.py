@@ -94,7 +94,7 @@ PAST_THE_BOUNDS = {
     "str.expandtabs": ("{{ ('\\t' * 1000).expandtabs(100000) }}", "str.expandtabs()"),
     "join filter": ("{% set s = 'x' * 600000 %}{{ [s, s]|join }}", "join"),
     # 100,000 references to one long string hold 10^10 characters as `==`, sort and join walk them
-    "join of references": ("{% set s = 'x' * 100000 %}{{ ([s] * 100000)|join }}", "would hold more than"),
+    "join of references": ("{% set s = 'x' * 100000 %}{{ ([s] * 100000)|join }}", "would hold"),
     "center filter": ("{{ 'x'|center(1000000000) }}", "center("),
     "indent filter": ("{{ ('a\\n' * 400000)|indent(100) }}", "indent("),
     "wordwrap filter": ("{{ 'a b c'|wordwrap(1, wrapstring='x' * 500000) }}", "wordwrap("),
@@ -247,9 +247,9 @@ def _finishes(renderer: PromptRenderer) -> BaseException | None:
 X_Y = "{% set x = [0] * 99999 %}{% set y = [0] * 99999 %}"
 # Values that hold far more than they take in memory, through shared parts; `==`, `in` and sort walk every part.
 SHARED_PARTS = {
-    "== on repeated lists": (X_Y + "{{ ([x] * 99999) == ([y] * 99999) }}", "would hold more than"),
-    "in on repeated lists": (X_Y + "{{ [y] in ([x] * 99999) }}", "would hold more than"),
-    "sort of repeated lists": ("{{ ([[0] * 99999] * 99999)|sort|length }}", "would hold more than"),
+    "== on repeated lists": (X_Y + "{{ ([x] * 99999) == ([y] * 99999) }}", "would hold"),
+    "in on repeated lists": (X_Y + "{{ [y] in ([x] * 99999) }}", "would hold"),
+    "sort of repeated lists": ("{{ ([[0] * 99999] * 99999)|sort|length }}", "would hold"),
     "doubling by {% set %}": (
         "{% set a = [0] %}{% set b = [0] %}"
         + "{% set a = [a, a] %}{% set b = [b, b] %}" * 40

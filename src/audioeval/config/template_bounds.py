@@ -81,33 +81,44 @@ def allow_bits(bits: int, what: str) -> None:
 
 
 def allow_size(size: int, what: str) -> None:
-    _refuse_past(MAX_SIZE, size, what, "hold more than {} characters and items, its shared parts counted each time "
+    _refuse_past(MAX_SIZE, size, what, "hold {} characters and items, its shared parts counted each time "
                  "they appear (as `==`, `in`, sort and writing out walk it)", f"hold at most {_n(MAX_SIZE)}")  # fmt: skip
 
 
-def size_of(value: Any, cap: int = MAX_SIZE, known: Mapping[int, tuple[Any, int]] | None = None) -> int:
-    """About how many characters and items `value` holds, a shared part counted each time it appears, as str(),
-    `==` and sort walk it; counting stops once past `cap`. `known` gives sizes measured before."""
-    total, stack = 0, [value]
-    while stack and total <= cap:
-        item = stack.pop()
+_CONTAINERS: tuple[type, ...] = (Mapping, list, tuple, type({}.keys()), type({}.values()), type({}.items()))
+
+
+def size_of(value: Any, known: Mapping[int, tuple[Any, int]] | None = None) -> int:
+    """How many characters and items `value` holds, a shared part counted each time it appears (as str(), `==`
+    and sort walk it). Each distinct container is visited once, so `[a, a]` nested 60 deep costs 60 looks;
+    `known` gives the sizes of containers measured before."""
+    sizes: dict[int, int] = {}  # the containers measured in this walk
+
+    def measured(item: Any) -> int | None:
         if isinstance(item, str):
-            total += len(item)
-        elif isinstance(item, bool | float) or item is None:
-            total += 5
-        elif isinstance(item, int):
-            total += item.bit_length() * 3 // 10 + 1
-        elif known is not None and id(item) in known:
-            total += known[id(item)][1]
-        elif isinstance(item, Mapping):
-            total += 2 + 4 * len(item)
-            stack += [*item.keys(), *item.values()]
-        elif isinstance(item, list | tuple | type({}.keys()) | type({}.values()) | type({}.items())):
-            total += 2 + 2 * len(item)
-            stack.extend(item)
-        else:  # handles, ranges, namespaces, loops, generators: a short text, compared by identity
-            total += 20
-    return total
+            return len(item)
+        if isinstance(item, bool | float) or item is None:
+            return 5
+        if isinstance(item, int):
+            return item.bit_length() * 3 // 10 + 1
+        if id(item) in sizes:
+            return sizes[id(item)]
+        if known is not None and id(item) in known:
+            return known[id(item)][1]
+        return None if isinstance(item, _CONTAINERS) else 20  # handles, ranges, loops: a short text
+
+    stack = [value] if measured(value) is None else []
+    while stack:
+        item = stack[-1]
+        parts = [*item.keys(), *item.values()] if isinstance(item, Mapping) else list(item)
+        pending = {id(part): part for part in parts if measured(part) is None}
+        if pending:
+            stack.extend(pending.values())
+            continue
+        stack.pop()
+        per_item = 4 if isinstance(item, Mapping) else 2
+        sizes[id(item)] = 2 + per_item * len(item) + sum(measured(part) or 0 for part in parts)
+    return measured(value) or 0
 
 
 class RenderBudget:
@@ -136,14 +147,14 @@ class RenderBudget:
         self.check_time()
 
     def text(self, value: Any) -> int:
-        return len(value) if isinstance(value, str) else size_of(value, MAX_TEXT, self.known)
+        return len(value) if isinstance(value, str) else size_of(value, self.known)
 
     def hold(
         self, value: Any, what: Callable[[], str], remember: bool = True, size: int | None = None
     ) -> Any:
         """A value the template names or makes: refused past MAX_SIZE, else remembered, so that a literal built
         of it (`[a, a]`) is measured in a few looks."""
-        size = size_of(value, MAX_SIZE, self.known) if size is None else size
+        size = size_of(value, self.known) if size is None else size
         if size > MAX_SIZE:
             allow_size(size, what())
         if remember and isinstance(value, list | tuple | dict):
@@ -162,7 +173,7 @@ class RenderBudget:
             allow_bits(value.bit_length(), what)
         elif isinstance(value, list | tuple | dict):
             allow_items(len(value), what)
-            size = size_of(value, MAX_SIZE, self.known) if size is None else size
+            size = size_of(value, self.known) if size is None else size
             self.hold(value, lambda: what, size=size)
         self.charge(size or 1)
         return value
@@ -212,9 +223,7 @@ _SPEC = re.compile(r"(?:.?[<>=^])?[-+ ]?z?#?0?(?P<width>\d+)?[,_]?(?:\.(?P<prec>
 
 def _field_size(value: Any, width: Any, precision: Any) -> int:
     """At most how long one formatted field is (a float's digits come on top of its precision)."""
-    return max(
-        abs(_int(width)), size_of(value, MAX_TEXT) + abs(_int(precision)) + 330 * isinstance(value, float)
-    )
+    return max(abs(_int(width)), size_of(value) + abs(_int(precision)) + 330 * isinstance(value, float))
 
 
 def percent_size(fmt: str, args: Any) -> int:
@@ -316,7 +325,7 @@ def check_binop(b: RenderBudget, operator: str, left: Any, right: Any, what: str
             allow_text(len(seq) * max(times, 0), what)
         elif isinstance(times, int) and isinstance(seq, list | tuple):
             allow_items(len(seq) * max(times, 0), what)
-            allow_size(size := size_of(seq, MAX_SIZE // max(times, 1), b.known) * max(times, 0), what)
+            allow_size(size := size_of(seq, b.known) * max(times, 0), what)
             return size
         elif isinstance(left, int) and isinstance(right, int):
             allow_bits(left.bit_length() + right.bit_length(), what)
@@ -325,7 +334,7 @@ def check_binop(b: RenderBudget, operator: str, left: Any, right: Any, what: str
             allow_text(len(left) + len(right), what)
         elif isinstance(left, list | tuple) and isinstance(right, list | tuple):
             allow_items(len(left) + len(right), what)
-            allow_size(size := size_of(left, MAX_SIZE, b.known) + size_of(right, MAX_SIZE, b.known), what)
+            allow_size(size := size_of(left, b.known) + size_of(right, b.known), what)
             return size
         elif isinstance(left, int) and isinstance(right, int):
             allow_bits(max(left.bit_length(), right.bit_length()) + 1, what)
@@ -345,7 +354,7 @@ class _BoundedFormatter(SandboxedFormatter):
 
     def convert_field(self, value: Any, conversion: str | None) -> Any:
         if conversion:
-            allow_text(size_of(value, MAX_TEXT), f"`!{conversion}` of {_short(value)} in str.format")
+            allow_text(size_of(value), f"`!{conversion}` of {_short(value)} in str.format")
         return super().convert_field(value, conversion)
 
     def format_field(self, value: Any, format_spec: str) -> Any:
@@ -440,7 +449,7 @@ def _finalize(value: Any) -> Any:
     budget.check_time()
     if (size := budget.text(value)) > MAX_TEXT:
         raise TemplateBoundError(
-            f"writing out {_short(value)} would make {'' if isinstance(value, str) else 'at least '}{_n(size)} "
+            f"writing out {_short(value)} would make {'' if isinstance(value, str) else 'about '}{_n(size)} "
             f"characters; a template may write at most {_n(MAX_TEXT)} at once ({_DOCS})."
         )
     return value
