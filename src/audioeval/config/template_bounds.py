@@ -61,26 +61,30 @@ def _int(value: Any) -> int:
     return value if isinstance(value, int) else 0
 
 
-def _refuse_past(limit: int, amount: int, what: str, would: str, may: str) -> None:
+What = str | Callable[[], str]  # what the template tried, for a message: built only when a bound is passed
+
+
+def _refuse_past(limit: int, amount: int, what: What, would: str, may: str) -> None:
     if amount > limit:
-        raise TemplateBoundError(f"{what} would {would.format(_n(amount))}; a template may {may} ({_DOCS}).")
+        tried = what() if callable(what) else what
+        raise TemplateBoundError(f"{tried} would {would.format(_n(amount))}; a template may {may} ({_DOCS}).")
 
 
-def allow_text(size: int, what: str) -> None:
+def allow_text(size: int, what: What) -> None:
     _refuse_past(
         MAX_TEXT, size, what, "make a string of {} characters", f"make strings of at most {_n(MAX_TEXT)}"
     )
 
 
-def allow_items(count: int, what: str) -> None:
+def allow_items(count: int, what: What) -> None:
     _refuse_past(MAX_ITEMS, count, what, "make a list of {} items", f"make lists of at most {_n(MAX_ITEMS)}")
 
 
-def allow_bits(bits: int, what: str) -> None:
+def allow_bits(bits: int, what: What) -> None:
     _refuse_past(MAX_INT_BITS, bits, what, "make an integer of about {} bits", f"make integers of at most {_n(MAX_INT_BITS)} bits")  # fmt: skip
 
 
-def allow_size(size: int, what: str) -> None:
+def allow_size(size: int, what: What) -> None:
     _refuse_past(MAX_SIZE, size, what, "hold {} characters and items, its shared parts counted each time "
                  "they appear (as `==`, `in`, sort and writing out walk it)", f"hold at most {_n(MAX_SIZE)}")  # fmt: skip
 
@@ -108,16 +112,19 @@ def size_of(value: Any, known: Mapping[int, tuple[Any, int]] | None = None) -> i
         return None if isinstance(item, _CONTAINERS) else 20  # handles, ranges, loops: a short text
 
     stack = [value] if measured(value) is None else []
-    while stack:
+    while stack:  # depth first: a container is summed once all its parts are measured
         item = stack[-1]
-        parts = [*item.keys(), *item.values()] if isinstance(item, Mapping) else list(item)
-        pending = {id(part): part for part in parts if measured(part) is None}
+        total, pending = 2 + (4 if isinstance(item, Mapping) else 2) * len(item), {}
+        for part in [*item.keys(), *item.values()] if isinstance(item, Mapping) else item:
+            size = measured(part)
+            if size is None:
+                pending[id(part)] = part
+            else:
+                total += size
         if pending:
             stack.extend(pending.values())
-            continue
-        stack.pop()
-        per_item = 4 if isinstance(item, Mapping) else 2
-        sizes[id(item)] = 2 + per_item * len(item) + sum(measured(part) or 0 for part in parts)
+        else:
+            sizes[id(stack.pop())] = total
     return measured(value) or 0
 
 
@@ -149,21 +156,19 @@ class RenderBudget:
     def text(self, value: Any) -> int:
         return len(value) if isinstance(value, str) else size_of(value, self.known)
 
-    def hold(
-        self, value: Any, what: Callable[[], str], remember: bool = True, size: int | None = None
-    ) -> Any:
+    def hold(self, value: Any, what: What, remember: bool = True, size: int | None = None) -> Any:
         """A value the template names or makes: refused past MAX_SIZE, else remembered, so that a literal built
         of it (`[a, a]`) is measured in a few looks."""
         size = size_of(value, self.known) if size is None else size
         if size > MAX_SIZE:
-            allow_size(size, what())
+            allow_size(size, what)
         if remember and isinstance(value, list | tuple | dict):
             self.known[id(value)] = (value, size)
             if len(self.known) > 256:
                 del self.known[next(iter(self.known))]
         return value
 
-    def made(self, value: Any, what: str, inputs: tuple[Any, ...] = (), size: int | None = None) -> Any:
+    def made(self, value: Any, what: What, inputs: tuple[Any, ...] = (), size: int | None = None) -> Any:
         """What an operation returned: refused past a bound, else counted against the render."""
         if any(value is given for given in inputs):
             return value
@@ -174,7 +179,7 @@ class RenderBudget:
         elif isinstance(value, list | tuple | dict):
             allow_items(len(value), what)
             size = size_of(value, self.known) if size is None else size
-            self.hold(value, lambda: what, size=size)
+            self.hold(value, what, size=size)
         self.charge(size or 1)
         return value
 
@@ -186,7 +191,7 @@ class RenderBudget:
                 f"(the limit; {_DOCS})."
             )
 
-    def list_of(self, iterable: Any, what: str) -> list[Any]:
+    def list_of(self, iterable: Any, what: What) -> list[Any]:
         """list(iterable), refused past MAX_ITEMS without reading further."""
         items = []
         for item in iterable:
@@ -248,7 +253,7 @@ def _replace_size(b: RenderBudget, s: Any, old: Any, new: Any, count: Any) -> in
     )
 
 
-def _sum_size(b: RenderBudget, items: list[Any], start: Any, what: str) -> int:
+def _sum_size(b: RenderBudget, items: list[Any], start: Any, what: What) -> int:
     """Summing lists makes a new list at each step: the result is bounded, and each step's copy is counted."""
     if isinstance(start, list | tuple):  # numbers grow by a few bits, and Python refuses to sum strings
         allow_items(total := len(start) + sum(len(i) for i in items if isinstance(i, list | tuple)), what)
@@ -260,7 +265,7 @@ def _pad(width: Any) -> int:
     return len(width) if isinstance(width, str) else max(_int(width), 0)
 
 
-def _pieces(b: RenderBudget, count: Any, what: str) -> int:
+def _pieces(b: RenderBudget, count: Any, what: What) -> int:
     allow_items(_int(count), what)
     return 0
 
@@ -268,7 +273,7 @@ def _pieces(b: RenderBudget, count: Any, what: str) -> int:
 _Arg = Callable[[int, str, Any], Any]  # (position, keyword, default) -> the argument given
 # What a growing str method or filter would make, in characters, from its value and arguments; those that make
 # lists refuse by themselves. Filters not named here make at most what they are given.
-_GROWS: dict[str, Callable[[RenderBudget, Any, _Arg, str], int]] = {
+_GROWS: dict[str, Callable[[RenderBudget, Any, _Arg, What], int]] = {
     **dict.fromkeys(
         ["center", "ljust", "rjust", "zfill"],
         lambda b, v, arg, what: max(b.text(v), _int(arg(0, "width", 0))),
@@ -317,7 +322,7 @@ def _arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Arg:
     )
 
 
-def check_binop(b: RenderBudget, operator: str, left: Any, right: Any, what: str) -> int | None:
+def check_binop(b: RenderBudget, operator: str, left: Any, right: Any, what: What) -> int | None:
     """Refuse `left <operator> right` past a bound before it runs; returns the size of a list it makes."""
     if operator == "*":
         seq, times = (right, left) if isinstance(left, int) and not isinstance(right, int) else (left, right)
@@ -364,6 +369,11 @@ class _BoundedFormatter(SandboxedFormatter):
         return super().format_field(value, format_spec)
 
 
+def _filter_call(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+    shown = ", ".join([*map(_short, args), *(f"{k}={_short(v)}" for k, v in kwargs.items())])
+    return f"the {name} filter (`|{name}({shown})`)"
+
+
 def _bounded_filter(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
     @wraps(func)  # keeps Jinja's pass_context / pass_environment marking
     def bounded(*args: Any, **kwargs: Any) -> Any:
@@ -372,8 +382,7 @@ def _bounded_filter(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
         lead = 0  # the context or environment Jinja passes first
         while lead < len(args) and isinstance(args[lead], Context | EvalContext | jinja2.Environment):
             lead += 1
-        shown = ", ".join([*map(_short, args[lead + 1 :]), *(f"{k}={_short(v)}" for k, v in kwargs.items())])
-        what = f"the {name} filter (`|{name}({shown})`)"
+        what = partial(_filter_call, name, args[lead + 1 :], kwargs)
         if name in _GROWS and lead < len(args):
             if name in ("join", "sum"):  # the items are read once, here, and handed on as a list
                 args = (*args[:lead], budget.list_of(args[lead], what), *args[lead + 1 :])
@@ -401,13 +410,17 @@ class _Counted:
         return len(self.inner)  # a TypeError for iterators makes Jinja count the items instead
 
 
+def _named(what: str, value: Any) -> str:
+    return f"{what} ({_short(value)})"
+
+
 def _loop_filter(iterable: Any) -> _Counted:
     budget = _budget()
-    return _Counted(budget.hold(iterable, lambda: f"the iterable of a loop ({_short(iterable)})"), budget)
+    return _Counted(budget.hold(iterable, partial(_named, "the iterable of a loop", iterable)), budget)
 
 
 def _value_filter(value: Any) -> Any:
-    return _budget().hold(value, lambda: f"the value of a {{% set %}} or {{% with %}} ({_short(value)})")
+    return _budget().hold(value, partial(_named, "the value of a {% set %} or {% with %}", value))
 
 
 class _NamedValues(Extension):
@@ -455,6 +468,14 @@ def _finalize(value: Any) -> Any:
     return value
 
 
+def _method(name: str, owner: Any) -> str:
+    return f"str.{name}() on {_short(owner)}" if isinstance(owner, str) else f"calling {name}"
+
+
+def _operation(left: Any, operator: str, right: Any) -> str:
+    return f"`{_short(left)} {operator} {_short(right)}`"
+
+
 def _argument(name: str, value: Any) -> str:
     return f"an argument of {name} ({_short(value)})"
 
@@ -485,7 +506,7 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
     def call_binop(self, context: Context, operator: str, left: Any, right: Any) -> Any:
         budget = _budget()
         budget.check_time()
-        what = f"`{_short(left)} {operator} {_short(right)}`"
+        what = partial(_operation, left, operator, right)
         size = check_binop(budget, operator, left, right, what)
         return budget.made(super().call_binop(context, operator, left, right), what, size=size)
 
@@ -498,7 +519,7 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
         for value in kwargs.values():  # not remembered: Jinja passes its own loop variables here
             budget.hold(value, partial(_argument, name, value), remember=False)
         owner = getattr(__obj, "__self__", None)
-        what = f"str.{name}() on {_short(owner)}" if isinstance(owner, str) else f"calling {name}"
+        what = partial(_method, name, owner)
         if isinstance(owner, str) and name in ("format", "format_map"):  # reached without attribute access
             __obj = __self._format(owner, name)
         elif isinstance(owner, str) and name == "join" and len(args) == 1:
