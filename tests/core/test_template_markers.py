@@ -9,9 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from audioeval.config.judge_roles import load_roles
 from audioeval.config.task import load_task_config
-from audioeval.config.templates import Markers, PromptRenderer
+from audioeval.config.templates import Markers, PromptRenderer, template_view
 from audioeval.errors import ConfigError
+from audioeval.resources import tasks_dir
 from audioeval.types import AudioClip, AudioPart, TextPart, describe_messages
 
 # the old fixed markers, the audit's injection, and the new shape with a guessed nonce
@@ -90,3 +92,26 @@ def test_prompts_do_not_depend_on_the_nonce(tmp_path):
     episode = _episode()
     first, second = renderer.render(episode, 0), renderer.render(episode, 0)
     assert describe_messages(first) == describe_messages(second) and isinstance(first[0].parts[0], AudioPart)
+
+
+@pytest.mark.parametrize("task", ["adu_bench/adu_general.yaml", "alice/alice_s1_asr_cot.yaml"])
+def test_a_model_answer_cannot_add_turns_to_a_shipped_judge_prompt(task):
+    """The audit's injection: the judge received system, user, system, user. Each shipped judge role now gets
+    exactly its template's turns, the answer's characters verbatim inside the user turn."""
+    context = {
+        "response": FORGED,
+        "target": "the reference",
+        "sample": {},
+        "episode": {},
+        "query": {"task_text": "What is said?", "constraint_text": ""},
+        "metadata": {"question": "What is said?", "ambiguity": ""},
+        "params": {},
+        "k": 0,
+    }
+    roles = load_roles(load_task_config(tasks_dir() / task))
+    assert roles
+    for role in roles:
+        for swapped in (False, True):
+            messages = role.messages(template_view({**context, "swapped": swapped}))
+            assert [m.role for m in messages] == ["system", "user"], role.name
+            assert FORGED in messages[1].text and FORGED not in messages[0].text

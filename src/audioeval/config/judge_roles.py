@@ -14,9 +14,17 @@ from typing import Any
 import jinja2
 
 from audioeval.config.task import TaskConfig
-from audioeval.config.templates import compile_file, make_environment
+from audioeval.config.template_bounds import render_bounded
+from audioeval.config.templates import (
+    Markers,
+    compile_file,
+    make_environment,
+    render_failure,
+    template_error_location,
+)
 from audioeval.config.verdicts import VERDICTS, VerdictReader
 from audioeval.errors import ConfigError
+from audioeval.types import Message, TextPart
 
 
 @dataclass
@@ -28,6 +36,20 @@ class JudgeRole:
     swap: bool
     when: Callable[..., Any] | None  # the compiled `when:` condition, called with the sample's context
     max_tokens: int
+
+    def messages(self, context: dict[str, Any]) -> tuple[Message, ...]:
+        """The judge prompt for one sample: exactly the turns the template writes. The turn markers carry a nonce
+        drawn for this render, so a response holding marker-like text stays text inside its turn."""
+        marks = Markers()
+        try:
+            text = render_bounded(self.template, {**context, "turn": marks.turn})
+        except Exception as err:  # noqa: BLE001 - any template failure is reported with its location
+            where = template_error_location(err, str(self.template_path))
+            raise ConfigError(
+                f"{where}: error rendering judge role {self.name!r}: {render_failure(err)}"
+            ) from err
+        turns = marks.split_turns(text, str(self.template_path))
+        return tuple(Message(role=role, parts=(TextPart(body.strip()),)) for role, body in turns)
 
 
 def load_roles(config: TaskConfig) -> list[JudgeRole]:

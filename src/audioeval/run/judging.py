@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from audioeval.config.judge_roles import JudgeRole
-from audioeval.config.template_bounds import evaluate_bounded, render_bounded
-from audioeval.config.templates import Markers, render_failure, template_error_location, template_view
+from audioeval.config.template_bounds import evaluate_bounded
+from audioeval.config.templates import render_failure, template_view
 from audioeval.config.verdicts import OutOfRange
 from audioeval.errors import ConfigError, UsageError
 from audioeval.models.api.client import EndpointDown
@@ -43,7 +43,7 @@ from audioeval.results.scoring import Judgments, SampleToScore
 from audioeval.run.cache import ResponseStore
 from audioeval.run.prepared import PreparedTask
 from audioeval.run.serving import Server
-from audioeval.types import Message, Request, RequestId, Response, TextPart
+from audioeval.types import Request, RequestId, Response
 
 log = logging.getLogger("audioeval")
 # --judge_args keys that set the judge's sampling instead of configuring its backend
@@ -149,7 +149,7 @@ class JudgePanel:
                 plan += [(role, swapped) for swapped in ((False, True) if role.swap else (False,))]
         if not plan:
             return out
-        rendered = [self._render(role, {**context, "swapped": swapped}) for role, swapped in plan]
+        rendered = [role.messages({**context, "swapped": swapped}) for role, swapped in plan]
         asked = []
         for judge in self.judges:
             judge_requests = [
@@ -204,18 +204,6 @@ class JudgePanel:
             "params": (sample.info or {}).get("params") or {},
             "k": (sample.info or {}).get("k"),
         }
-
-    def _render(self, role: JudgeRole, context: dict[str, Any]) -> tuple[Message, ...]:
-        marks = Markers()  # fresh per render: a response cannot forge a turn
-        try:
-            text = render_bounded(role.template, {**context, "turn": marks.turn})
-        except Exception as err:  # noqa: BLE001
-            where = template_error_location(err, str(role.template_path))
-            raise ConfigError(
-                f"{where}: error rendering judge role {role.name!r}: {render_failure(err)}"
-            ) from err
-        turns = marks.split_turns(text, str(role.template_path))
-        return tuple(Message(role=r, parts=(TextPart(body.strip()),)) for r, body in turns)
 
     def _collect(
         self,

@@ -143,6 +143,7 @@ def test_the_correctness_prompt_is_the_same_for_built_in_and_released_items(tmp_
     assert all(CORRECTNESS_ASK in p for p in built_in)
 
 
+@pytest.mark.slow
 def test_a_model_answer_cannot_add_turns_to_its_judge_prompt(tmp_path: Path):
     """The audit's injection: a model answering with turn markers is judged like any other answer. The judge
     receives exactly the template's turns, the answer's characters verbatim inside the user turn."""
