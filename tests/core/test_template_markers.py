@@ -66,15 +66,21 @@ def test_a_forged_marker_written_by_a_template_stays_plain_text(tmp_path):
     assert _shape(renderer.render(_episode(), 0)) == [("user", ["<clip>", "\x0199\x01"])]
 
 
-def test_a_copied_marker_with_another_number_is_an_error_not_a_crash(tmp_path):
-    renderer = _renderer(
-        tmp_path,
+@pytest.mark.parametrize(
+    "templates",
+    [
         {"query": "{% set m = audio(query.clips[0]) %}{{ m }}{{ m[:-2] ~ '9\\x01' }}"},
-    )
+        {"query": "{{ audio(query.clips[0]) }}{{ audio(query.clips[0])[:-1] }}"},
+        {"prompt": "{% set t = turn('user') %}{{ t }}{{ audio(query.clips[0]) }}{{ t[:-5] ~ 'root\\x02' }}"},
+    ],
+    ids=["another clip number", "a cut audio marker", "another role"],
+)
+def test_a_copied_and_changed_marker_is_an_error_not_a_crash(tmp_path, templates):
+    """Only a template can copy a marker (it holds the nonce); changed, it is refused with the file named."""
     with pytest.raises(
-        ConfigError, match=r"query\.jinja: the prompt holds an audio marker that audio\(\) did not"
+        ConfigError, match=r"\.jinja: the prompt holds a marker that (audio\(\) or )?turn\(\) did"
     ):
-        renderer.render(_episode(), 0)
+        _renderer(tmp_path, templates).render(_episode(), 0)
 
 
 def test_each_render_draws_its_own_nonce():

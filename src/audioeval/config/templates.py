@@ -109,31 +109,38 @@ class Markers:
 
     def __init__(self) -> None:
         nonce = secrets.token_hex(8)
-        self._audio_prefix, self._turn_prefix = f"\x01{nonce}:", f"\x02{nonce}:"
-        self.audio_mark = re.compile(f"\x01{nonce}:(\\d+)\x01")
-        self.turn_mark = re.compile(f"\x02{nonce}:([a-z]+)\x02")
+        self.audio_prefix, self.turn_prefix = f"\x01{nonce}:", f"\x02{nonce}:"
 
     def audio(self, index: int) -> str:
-        return f"{self._audio_prefix}{index}\x01"
+        return f"{self.audio_prefix}{index}\x01"
 
     def turn(self, role: str) -> str:
         """What {{ turn(role) }} leaves in the rendered text."""
         if role not in ROLES:
             raise ValueError(f"turn() role must be one of {ROLES}, got {role!r}")
-        return f"{self._turn_prefix}{role}\x02"
+        return f"{self.turn_prefix}{role}\x02"
+
+    def split(self, text: str, prefix: str, source: str) -> tuple[str, list[tuple[str, str]]]:
+        """The text before the first marker, then (what the marker names, the text up to the next) for each."""
+        first, *rest = text.split(prefix)
+        marked = [piece.partition("\x01" if prefix == self.audio_prefix else "\x02") for piece in rest]
+        if any(not end for _, end, _ in marked):  # a template copied a marker's text and cut it
+            raise ConfigError(f"{source}: the prompt holds a marker that audio() or turn() did not write.")
+        return first, [(name, after) for name, _, after in marked]
 
     def split_turns(self, text: str, source: str) -> list[tuple[Role, str]]:
         """(role, body) per turn() marker of a whole-prompt template's output."""
-        pieces = self.turn_mark.split(text)
-        if pieces[0].strip():
+        before, turns = self.split(text, self.turn_prefix, source)
+        if before.strip():
             raise ConfigError(
                 f"{source}: text before the first turn() marker; "
                 'start the template with {{ turn("system") }} or {{ turn("user") }}.'
             )
-        turns = list(zip(pieces[1::2], pieces[2::2], strict=True))
         if not turns:
             raise ConfigError(f"{source}: the prompt template produced no turn() markers.")
-        return [(cast(Role, role), body) for role, body in turns]  # turn() writes only these roles
+        if any(role not in ROLES for role, _ in turns):
+            raise ConfigError(f"{source}: the prompt holds a marker that turn() did not write.")
+        return [(cast(Role, role), body) for role, body in turns]
 
 
 def compile_file(env: ImmutableSandboxedEnvironment, path: Path, what: str) -> jinja2.Template:
@@ -340,7 +347,7 @@ class PromptRenderer:
         return messages
 
     def _message(self, role: Role, text: str, placement: _Placement, template_role: str) -> Message:
-        if placement.marks.turn_mark.search(text):
+        if placement.marks.turn_prefix in text:
             raise ConfigError(
                 f"{self.task.templates[template_role]}: turn() is only allowed in a whole-prompt template (`prompt`)."
             )
@@ -354,22 +361,18 @@ class PromptRenderer:
         self, text: str, placement: _Placement, template_role: str
     ) -> tuple[TextPart | AudioPart, ...]:
         where = self.task.templates[template_role]
-        raw = _RAW_PLACEHOLDERS.search(placement.marks.audio_mark.sub("", text))
+        before, marked = placement.marks.split(text, placement.marks.audio_prefix, str(where))
+        raw = _RAW_PLACEHOLDERS.search(before + "".join(after for _, after in marked))
         if raw:
             raise ConfigError(
                 f"{where}: the template writes the audio placeholder {raw.group(0)!r} "
                 "as text. Place audio with {{ audio(clip) }}; each model backend inserts its own audio tokens."
             )
-        parts: list[TextPart | AudioPart] = []
-        pieces = placement.marks.audio_mark.split(text)
-        for i, piece in enumerate(pieces):
-            if i % 2 == 0:
-                if piece:
-                    parts.append(TextPart(piece))
-            elif int(piece) < len(placement.clips):
-                parts.append(AudioPart(placement.clips[int(piece)]))
-            else:  # the template copied the text of an audio() marker and changed its number
-                raise ConfigError(f"{where}: the prompt holds an audio marker that audio() did not write.")
+        parts: list[TextPart | AudioPart] = [TextPart(before)]
+        for index, after in marked:
+            if not (index.isascii() and index.isdigit() and int(index) < len(placement.clips)):
+                raise ConfigError(f"{where}: the prompt holds a marker that audio() or turn() did not write.")
+            parts += [AudioPart(placement.clips[int(index)]), TextPart(after)]
         if parts and isinstance(parts[0], TextPart):
             parts[0] = TextPart(parts[0].text.lstrip())
         if parts and isinstance(parts[-1], TextPart):
