@@ -266,6 +266,11 @@ SHARED_PARTS = {
         "{% endmacro %}{{ f([0], [0], 60) }}",
         "an argument of f",
     ),
+    "doubling through a recursive loop": (
+        "{% for x in [[0]] recursive %}{% if loop.depth < 70 %}{{ loop([[x, x]]) }}{% else %}{{ x == x }}"
+        "{% endif %}{% endfor %}",
+        "an argument of loop",
+    ),
     "multiplying through loop variables": (
         "{% set a, b = [0], [0] %}"
         + "{% for a, b in [([a, a, a, a, a, a, a, a], [b, b, b, b, b, b, b, b])] %}" * 12

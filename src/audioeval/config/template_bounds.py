@@ -25,7 +25,7 @@ import jinja2
 from jinja2.ext import Extension
 from jinja2.lexer import Token, TokenStream
 from jinja2.nodes import EvalContext
-from jinja2.runtime import Context
+from jinja2.runtime import Context, LoopContext, Macro
 from jinja2.sandbox import MAX_RANGE, ImmutableSandboxedEnvironment, SandboxedFormatter
 
 MAX_TEXT = 1_000_000  # characters in a string a template makes, and in a prompt, block or macro text
@@ -65,51 +65,63 @@ What = str | Callable[[], str]  # what the template tried, for a message: built 
 
 
 def _refuse_past(limit: int, amount: int, what: What, would: str, may: str) -> None:
+    """Raise when `amount` passes `limit`; `would` and `may` are phrases with a {} for the amount and the limit."""
     if amount > limit:
         tried = what() if callable(what) else what
-        raise TemplateBoundError(f"{tried} would {would.format(_n(amount))}; a template may {may} ({_DOCS}).")
+        raise TemplateBoundError(
+            f"{tried} would {would.format(_n(amount))}; a template may {may.format(_n(limit))} ({_DOCS})."
+        )
 
 
 def allow_text(size: int, what: What) -> None:
-    _refuse_past(
-        MAX_TEXT, size, what, "make a string of {} characters", f"make strings of at most {_n(MAX_TEXT)}"
-    )
+    _refuse_past(MAX_TEXT, size, what, "make a string of {} characters", "make strings of at most {}")
 
 
 def allow_items(count: int, what: What) -> None:
-    _refuse_past(MAX_ITEMS, count, what, "make a list of {} items", f"make lists of at most {_n(MAX_ITEMS)}")
+    _refuse_past(MAX_ITEMS, count, what, "make a list of {} items", "make lists of at most {}")
 
 
 def allow_bits(bits: int, what: What) -> None:
-    _refuse_past(MAX_INT_BITS, bits, what, "make an integer of about {} bits", f"make integers of at most {_n(MAX_INT_BITS)} bits")  # fmt: skip
+    _refuse_past(
+        MAX_INT_BITS, bits, what, "make an integer of about {} bits", "make integers of at most {} bits"
+    )
 
 
 def allow_size(size: int, what: What) -> None:
-    _refuse_past(MAX_SIZE, size, what, "hold {} characters and items, its shared parts counted each time "
-                 "they appear (as `==`, `in`, sort and writing out walk it)", f"hold at most {_n(MAX_SIZE)}")  # fmt: skip
+    would = (
+        "hold {} characters and items, its shared parts counted each time they appear (as `==`, `in`, sort "
+    )
+    _refuse_past(MAX_SIZE, size, what, would + "and writing out walk it)", "hold at most {}")
 
 
 _CONTAINERS: tuple[type, ...] = (Mapping, list, tuple, type({}.keys()), type({}.values()), type({}.items()))
+
+
+def _scalar_size(item: Any) -> int | None:
+    """The size of anything but a list, tuple, dict or dict view (None for those)."""
+    if isinstance(item, str):
+        return len(item)
+    if isinstance(item, bool | float) or item is None:
+        return 5
+    if isinstance(item, int):
+        return item.bit_length() * 3 // 10 + 1
+    return None if isinstance(item, _CONTAINERS) else 20  # handles, ranges, loops: a short text
 
 
 def size_of(value: Any, known: Mapping[int, tuple[Any, int]] | None = None) -> int:
     """How many characters and items `value` holds, a shared part counted each time it appears (as str(), `==`
     and sort walk it). Each distinct container is visited once, so `[a, a]` nested 60 deep costs 60 looks;
     `known` gives the sizes of containers measured before."""
+    if (scalar := _scalar_size(value)) is not None:
+        return scalar
+    known = {} if known is None else known
     sizes: dict[int, int] = {}  # the containers measured in this walk
 
     def measured(item: Any) -> int | None:
-        if isinstance(item, str):
-            return len(item)
-        if isinstance(item, bool | float) or item is None:
-            return 5
-        if isinstance(item, int):
-            return item.bit_length() * 3 // 10 + 1
-        if id(item) in sizes:
-            return sizes[id(item)]
-        if known is not None and id(item) in known:
-            return known[id(item)][1]
-        return None if isinstance(item, _CONTAINERS) else 20  # handles, ranges, loops: a short text
+        size = _scalar_size(item)
+        if size is None and (size := sizes.get(id(item))) is None and id(item) in known:
+            size = known[id(item)][1]
+        return size
 
     stack = [value] if measured(value) is None else []
     while stack:  # depth first: a container is summed once all its parts are measured
@@ -458,6 +470,8 @@ class _NamedValues(Extension):
 
 def _finalize(value: Any) -> Any:
     """Every `{{ ... }}` passes here before it becomes text: a huge value is refused before str() runs."""
+    if value is None or isinstance(value, int | float) or (isinstance(value, str) and len(value) <= MAX_TEXT):
+        return value  # numbers are bounded where they are made; concat counts the text
     budget = _budget()
     budget.check_time()
     if (size := budget.text(value)) > MAX_TEXT:
@@ -514,10 +528,14 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
         budget = _budget()
         budget.tick()
         name = getattr(__obj, "__name__", None) or getattr(__obj, "name", None) or type(__obj).__name__
-        for value in args:
-            budget.hold(value, partial(_argument, name, value))
-        for value in kwargs.values():  # not remembered: Jinja passes its own loop variables here
-            budget.hold(value, partial(_argument, name, value), remember=False)
+        name = "loop" if isinstance(__obj, LoopContext) else name
+        if isinstance(
+            __obj, Macro | LoopContext
+        ):  # macros, caller() and loop(): their arguments become names
+            for value in args:
+                budget.hold(value, partial(_argument, name, value))
+            for value in kwargs.values():  # not remembered: Jinja passes its own loop variables here
+                budget.hold(value, partial(_argument, name, value), remember=False)
         owner = getattr(__obj, "__self__", None)
         what = partial(_method, name, owner)
         if isinstance(owner, str) and name in ("format", "format_map"):  # reached without attribute access
