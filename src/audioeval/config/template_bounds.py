@@ -529,9 +529,7 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
         budget.tick()
         name = getattr(__obj, "__name__", None) or getattr(__obj, "name", None) or type(__obj).__name__
         name = "loop" if isinstance(__obj, LoopContext) else name
-        if isinstance(
-            __obj, Macro | LoopContext
-        ):  # macros, caller() and loop(): their arguments become names
+        if isinstance(__obj, Macro | LoopContext):  # macros, caller(), loop(): their arguments become names
             for value in args:
                 budget.hold(value, partial(_argument, name, value))
             for value in kwargs.values():  # not remembered: Jinja passes its own loop variables here
