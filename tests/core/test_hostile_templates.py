@@ -266,6 +266,12 @@ SHARED_PARTS = {
         "{% endmacro %}{{ f([0], [0], 60) }}",
         "an argument of f",
     ),
+    "doubling through namespace()": (
+        "{% set a = namespace(v=[0]) %}{% set b = namespace(v=[0]) %}"
+        + "{% set a = namespace(v=[a.v, a.v]) %}{% set b = namespace(v=[b.v, b.v]) %}" * 40
+        + "{{ a.v == b.v }}",
+        "an argument of Namespace",
+    ),
     "doubling through a recursive loop": (
         "{% for x in [[0]] recursive %}{% if loop.depth < 70 %}{{ loop([[x, x]]) }}{% else %}{{ x == x }}"
         "{% endif %}{% endfor %}",

@@ -25,7 +25,7 @@ import jinja2
 from jinja2.ext import Extension
 from jinja2.lexer import Token, TokenStream
 from jinja2.nodes import EvalContext
-from jinja2.runtime import Context, LoopContext, Macro
+from jinja2.runtime import Context, LoopContext
 from jinja2.sandbox import MAX_RANGE, ImmutableSandboxedEnvironment, SandboxedFormatter
 
 MAX_TEXT = 1_000_000  # characters in a string a template makes, and in a prompt, block or macro text
@@ -529,11 +529,12 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
         budget.tick()
         name = getattr(__obj, "__name__", None) or getattr(__obj, "name", None) or type(__obj).__name__
         name = "loop" if isinstance(__obj, LoopContext) else name
-        if isinstance(__obj, Macro | LoopContext):  # macros, caller(), loop(): their arguments become names
-            for value in args:
-                budget.hold(value, partial(_argument, name, value))
-            for value in kwargs.values():  # not remembered: Jinja passes its own loop variables here
-                budget.hold(value, partial(_argument, name, value), remember=False)
+        for (
+            value
+        ) in args:  # a macro, namespace() or cycler() keeps its arguments where the template reads them
+            budget.hold(value, partial(_argument, name, value))
+        for value in kwargs.values():  # not remembered: Jinja passes its own loop variables here
+            budget.hold(value, partial(_argument, name, value), remember=False)
         owner = getattr(__obj, "__self__", None)
         what = partial(_method, name, owner)
         if isinstance(owner, str) and name in ("format", "format_map"):  # reached without attribute access
