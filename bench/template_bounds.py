@@ -5,8 +5,8 @@ and for a loop-heavy template (1,000 iterations writing a number each), the wors
     python bench/template_bounds.py [--repeats 2000]
 
 Prints one line per template: plain us, bounded us, ratio. Both sandboxes render the same episode, and the
-outputs are checked to be equal before timing. The two are timed in alternating rounds and each figure is the
-fastest round: on a shared machine the other rounds measure the other jobs as well.
+outputs are checked to be equal before timing. Times are this process's CPU time (a shared machine's other
+jobs stretch wall time, not CPU time), in alternating rounds; each figure is the fastest round.
 """
 
 from __future__ import annotations
@@ -65,10 +65,10 @@ def shape(messages) -> list:
 
 
 def per_render_us(made, ep: dict, k: int, repeats: int) -> float:
-    started = time.perf_counter()
+    started = time.process_time()
     for _ in range(repeats):
         made.render(ep, k)
-    return (time.perf_counter() - started) / repeats * 1e6
+    return (time.process_time() - started) / repeats * 1e6
 
 
 def fastest_us(plain, bounded, ep: dict, k: int, repeats: int, rounds: int = 9) -> tuple[float, float]:

@@ -13,7 +13,6 @@ renderers turn into a ConfigError naming file:line."""
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import re
 import time
@@ -94,7 +93,7 @@ def allow_size(size: int, what: What) -> None:
     _refuse_past(MAX_SIZE, size, what, would + "and writing out walk it)", "hold at most {}")
 
 
-_CONTAINERS: tuple[type, ...] = (Mapping, list, tuple, type({}.keys()), type({}.values()), type({}.items()))
+_CONTAINERS: tuple[type, ...] = (dict, list, tuple, type({}.keys()), type({}.values()), type({}.items()))
 
 
 def _scalar_size(item: Any) -> int | None:
@@ -108,26 +107,26 @@ def _scalar_size(item: Any) -> int | None:
     return None if isinstance(item, _CONTAINERS) else 20  # handles, ranges, loops: a short text
 
 
-def size_of(value: Any, known: Mapping[int, tuple[Any, int]] | None = None) -> int:
+def size_of(value: Any, known: dict[int, tuple[Any, int]] | None = None) -> int:
     """How many characters and items `value` holds, a shared part counted each time it appears (as str(), `==`
-    and sort walk it). Each distinct container is visited once, so `[a, a]` nested 60 deep costs 60 looks;
-    `known` gives the sizes of containers measured before."""
+    and sort walk it). Each distinct container is visited once, so `[a, a]` nested 60 deep costs 60 looks.
+    `known` (id -> (container, size)) gives the containers measured before and receives those measured now."""
     if (scalar := _scalar_size(value)) is not None:
         return scalar
     known = {} if known is None else known
-    sizes: dict[int, int] = {}  # the containers measured in this walk
 
     def measured(item: Any) -> int | None:
-        size = _scalar_size(item)
-        if size is None and (size := sizes.get(id(item))) is None and id(item) in known:
+        if type(item) is str:
+            return len(item)
+        if (size := _scalar_size(item)) is None and id(item) in known:
             size = known[id(item)][1]
         return size
 
     stack = [value] if measured(value) is None else []
     while stack:  # depth first: a container is summed once all its parts are measured
         item = stack[-1]
-        total, pending = 2 + (4 if isinstance(item, Mapping) else 2) * len(item), {}
-        for part in [*item.keys(), *item.values()] if isinstance(item, Mapping) else item:
+        total, pending = 2 + (4 if isinstance(item, dict) else 2) * len(item), {}
+        for part in [*item.keys(), *item.values()] if isinstance(item, dict) else item:
             size = measured(part)
             if size is None:
                 pending[id(part)] = part
@@ -136,7 +135,7 @@ def size_of(value: Any, known: Mapping[int, tuple[Any, int]] | None = None) -> i
         if pending:
             stack.extend(pending.values())
         else:
-            sizes[id(stack.pop())] = total
+            known[id(item)] = (stack.pop(), total)
     return measured(value) or 0
 
 
@@ -165,32 +164,39 @@ class RenderBudget:
             )
         self.check_time()
 
-    def text(self, value: Any) -> int:
-        return len(value) if isinstance(value, str) else size_of(value, self.known)
+    def size(self, value: Any) -> int:
+        """size_of(value); the containers measured are remembered for the rest of the render (a template cannot
+        change a list or dict), the most recent few thousand of them."""
+        size = size_of(value, self.known)
+        while len(self.known) > 4096:
+            del self.known[next(iter(self.known))]
+        return size
 
-    def hold(self, value: Any, what: What, remember: bool = True, size: int | None = None) -> Any:
+    def text(self, value: Any) -> int:
+        return len(value) if isinstance(value, str) else self.size(value)
+
+    def hold(self, value: Any, what: What, size: int | None = None) -> Any:
         """A value the template names or makes: refused past MAX_SIZE, else remembered, so that a literal built
         of it (`[a, a]`) is measured in a few looks."""
-        size = size_of(value, self.known) if size is None else size
+        size = self.size(value) if size is None else size
         if size > MAX_SIZE:
             allow_size(size, what)
-        if remember and isinstance(value, list | tuple | dict):
+        if isinstance(value, list | tuple | dict):
             self.known[id(value)] = (value, size)
-            if len(self.known) > 256:
-                del self.known[next(iter(self.known))]
         return value
 
     def made(self, value: Any, what: What, inputs: tuple[Any, ...] = (), size: int | None = None) -> Any:
         """What an operation returned: refused past a bound, else counted against the render."""
-        if any(value is given for given in inputs):
-            return value
         if isinstance(value, str):
-            allow_text(size := len(value), what)
+            if (size := len(value)) > MAX_TEXT:
+                allow_text(size, what)
+        elif any(value is given for given in inputs):
+            return value
         elif isinstance(value, int):
             allow_bits(value.bit_length(), what)
         elif isinstance(value, list | tuple | dict):
             allow_items(len(value), what)
-            size = size_of(value, self.known) if size is None else size
+            size = self.size(value) if size is None else size
             self.hold(value, what, size=size)
         self.charge(size or 1)
         return value
@@ -219,15 +225,6 @@ _current: contextvars.ContextVar[RenderBudget | None] = contextvars.ContextVar("
 def _budget() -> RenderBudget:
     """The budget of the render under way (outside one, e.g. constant folding at compile time, a fresh one)."""
     return _current.get() or RenderBudget()
-
-
-@contextlib.contextmanager
-def render_scope(time_limit_s: float | None = None) -> Iterator[RenderBudget]:
-    token = _current.set(RenderBudget(time_limit_s))
-    try:
-        yield _budget()
-    finally:
-        _current.reset(token)
 
 
 # --- sizes predicted before an operation runs ----------------------------------------------------------------
@@ -342,7 +339,7 @@ def check_binop(b: RenderBudget, operator: str, left: Any, right: Any, what: Wha
             allow_text(len(seq) * max(times, 0), what)
         elif isinstance(times, int) and isinstance(seq, list | tuple):
             allow_items(len(seq) * max(times, 0), what)
-            allow_size(size := size_of(seq, b.known) * max(times, 0), what)
+            allow_size(size := b.size(seq) * max(times, 0), what)
             return size
         elif isinstance(left, int) and isinstance(right, int):
             allow_bits(left.bit_length() + right.bit_length(), what)
@@ -351,7 +348,7 @@ def check_binop(b: RenderBudget, operator: str, left: Any, right: Any, what: Wha
             allow_text(len(left) + len(right), what)
         elif isinstance(left, list | tuple) and isinstance(right, list | tuple):
             allow_items(len(left) + len(right), what)
-            allow_size(size := size_of(left, b.known) + size_of(right, b.known), what)
+            allow_size(size := b.size(left) + b.size(right), what)
             return size
         elif isinstance(left, int) and isinstance(right, int):
             allow_bits(max(left.bit_length(), right.bit_length()) + 1, what)
@@ -482,16 +479,23 @@ def _finalize(value: Any) -> Any:
     return value
 
 
-def _method(name: str, owner: Any) -> str:
-    return f"str.{name}() on {_short(owner)}" if isinstance(owner, str) else f"calling {name}"
+def _name(func: Any) -> str:
+    if isinstance(func, LoopContext):
+        return "loop"
+    return getattr(func, "__name__", None) or getattr(func, "name", None) or type(func).__name__
+
+
+def _call(func: Any) -> str:
+    owner = getattr(func, "__self__", None)
+    return f"str.{_name(func)}() on {_short(owner)}" if isinstance(owner, str) else f"calling {_name(func)}"
 
 
 def _operation(left: Any, operator: str, right: Any) -> str:
     return f"`{_short(left)} {operator} {_short(right)}`"
 
 
-def _argument(name: str, value: Any) -> str:
-    return f"an argument of {name} ({_short(value)})"
+def _argument(func: Any, value: Any) -> str:
+    return f"an argument of {_name(func)} ({_short(value)})"
 
 
 def _range(*args: int) -> range:
@@ -527,18 +531,18 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
     def call(__self, __context: Context, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
         budget = _budget()
         budget.tick()
-        name = getattr(__obj, "__name__", None) or getattr(__obj, "name", None) or type(__obj).__name__
-        name = "loop" if isinstance(__obj, LoopContext) else name
-        for (
-            value
-        ) in args:  # a macro, namespace() or cycler() keeps its arguments where the template reads them
-            budget.hold(value, partial(_argument, name, value))
-        for value in kwargs.values():  # not remembered: Jinja passes its own loop variables here
-            budget.hold(value, partial(_argument, name, value), remember=False)
+        # a macro, namespace() or cycler() keeps its arguments where the template reads them; a dict keyword's
+        # values are measured one by one (Jinja passes a loop's variables so, in a dict it changes as it goes)
+        for value in (
+            *args,
+            *(p for v in kwargs.values() for p in (v.values() if type(v) is dict else (v,))),
+        ):
+            if isinstance(value, _CONTAINERS):  # nothing else holds shared parts
+                budget.hold(value, partial(_argument, __obj, value))
         owner = getattr(__obj, "__self__", None)
-        what = partial(_method, name, owner)
-        if isinstance(owner, str) and name in ("format", "format_map"):  # reached without attribute access
-            __obj = __self._format(owner, name)
+        what = partial(_call, __obj)
+        if isinstance(owner, str) and (name := __obj.__name__) in ("format", "format_map"):
+            __obj = __self._format(owner, name)  # a str.format reached without attribute access
         elif isinstance(owner, str) and name == "join" and len(args) == 1:
             args = (budget.list_of(args[0], what),)
             allow_text(budget.text(args[0]) + len(owner) * len(args[0]), what)
@@ -589,11 +593,17 @@ def render_bounded(
     template: jinja2.Template, context: Mapping[str, Any], time_limit_s: float | None = None
 ) -> str:
     """template.render(**context) within one render's budget."""
-    with render_scope(time_limit_s):
+    token = _current.set(RenderBudget(time_limit_s))
+    try:
         return template.render(**context)
+    finally:
+        _current.reset(token)
 
 
 def evaluate_bounded(expression: Callable[..., Any], context: Mapping[str, Any]) -> Any:
     """A compiled expression (label_space, a judge role's `when`) evaluated within one render's budget."""
-    with render_scope():
+    token = _current.set(RenderBudget())
+    try:
         return expression(**context)
+    finally:
+        _current.reset(token)
