@@ -105,6 +105,12 @@ PAST_THE_BOUNDS = {
     "sum filter": ("{{ ([[1] * 100000] * 10)|sum(start=[])|length }}", "items"),
     "list filter": ("{{ ('x' * 1000000)|list|length }}", "the list filter"),
     "tojson filter": ("{{ ('x' * 1000000)|tojson }}", "the tojson filter"),
+    "tojson indent": ("{{ [[[[[[[[1]]]]]]]]|tojson(indent=1000000) }}", "the tojson filter"),
+    "tojson deep indent": (
+        "{% set ns = namespace(v=[1]) %}{% for i in range(400) %}{% set ns.v = [ns.v] %}{% endfor %}"
+        "{{ ns.v|tojson(indent=16) }}",
+        "the tojson filter",
+    ),
     "range": ("{{ range(1000000000)|length }}", "range(1000000000)"),
     "writing a huge structure": ("{% set s = 'x' * 100000 %}{{ [s] * 100 }}", "writing out a list"),
     "a block set": (
@@ -202,6 +208,7 @@ WITHIN_THE_BOUNDS = {
     "{% for x in 'ab' %}{{ loop.index }}/{{ loop.length }}{% endfor %}": "1/22/2",
     "{% set b %}{{ 'x' * 3 }}{% endset %}{{ b }}": "xxx",
     "{{ {'k': 'v'}|tojson }}": '{"k": "v"}',
+    "{{ {'k': [1]}|tojson(indent=2) }}": '{\n  "k": [\n    1\n  ]\n}',
     "{{ ', '.join(['a', 'b']) }}": "a, b",
 }
 

@@ -14,6 +14,7 @@ renderers turn into a ConfigError naming file:line."""
 from __future__ import annotations
 
 import contextvars
+import json
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -270,6 +271,21 @@ def _sum_size(b: RenderBudget, items: list[Any], start: Any, what: What) -> int:
     return 0
 
 
+def _json_size(b: RenderBudget, value: Any, indent: Any, what: What) -> int:
+    """The length of tojson's output. Indented, each line holds indent x depth spaces, which the value's size
+    does not bound: the output is counted as the encoder makes it (its pieces are short), stopping at the cap."""
+    if indent is None:
+        return b.text(value)
+    _refuse_past(
+        16, len(indent) if isinstance(indent, str) else _int(indent), what, "indent by {}", "indent by {}"
+    )
+    total = 0
+    for piece in json.JSONEncoder(indent=indent, sort_keys=True).iterencode(value):
+        if (total := total + len(piece)) > MAX_TEXT:
+            break
+    return total
+
+
 def _pad(width: Any) -> int:
     return len(width) if isinstance(width, str) else max(_int(width), 0)
 
@@ -302,7 +318,8 @@ _GROWS: dict[str, Callable[[RenderBudget, Any, _Arg, What], int]] = {
     "sum": lambda b, v, arg, what: _sum_size(b, v, arg(1, "start", 0), what),
     "batch": lambda b, v, arg, what: _pieces(b, arg(0, "linecount", 0), what),
     "slice": lambda b, v, arg, what: _pieces(b, arg(0, "slices", 0), what),
-    **dict.fromkeys(["string", "tojson", "upper", "title", "capitalize"], lambda b, v, arg, what: b.text(v)),
+    "tojson": lambda b, v, arg, what: _json_size(b, v, arg(0, "indent", None), what),
+    **dict.fromkeys(["string", "upper", "title", "capitalize"], lambda b, v, arg, what: b.text(v)),
 }
 # The filters a template may use. Left out: lipsum-like generators, the HTML filters (escape, safe, striptags,
 # urlize, urlencode, xmlattr), pprint, and random (a prompt must not change from one run to the next).
