@@ -205,6 +205,35 @@ def test_bad_runs_are_refused_in_one_line(toy_run, run_copy, tmp_path):
     assert len(err.strip().splitlines()) == 1
 
 
+def test_a_field_of_the_wrong_type_is_one_line_naming_file_line_and_field(run_copy, tmp_path):
+    results = run_copy / "results.json"
+    record = json.loads(results.read_text())
+    record["groups"]["toy"]["1-shot"]["n"] = "9"  # a count written as a string
+    results.write_text(json.dumps(record, indent=2))
+    text = results.read_text().splitlines()
+    groups = next(i for i, t in enumerate(text) if t.startswith('  "groups"'))
+    line = next(i for i, t in enumerate(text) if i > groups and t.strip().startswith('"1-shot"')) + 1
+    out = tmp_path / "dry"
+    code, _, err = dry_run(run_copy, out)
+    assert code == 2 and f"{results}:{line}: `groups.toy.1-shot`: `n` is '9', not a count" in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err and not out.exists()
+    (run_copy / "results.json").write_text(json.dumps({**record, "groups": {}, "seed": "zero"}))
+    code, _, err = dry_run(run_copy, out)
+    assert code == 2 and f"{results}:1: `seed` is a string, not a whole number" in err
+    # a sample line of the wrong shape is named the same way
+    record["groups"]["toy"]["1-shot"]["n"] = 9
+    results.write_text(json.dumps(record, indent=2))
+    samples = run_copy / "samples_toy_tones.jsonl"
+    lines = samples.read_text().splitlines()
+    sample = json.loads(lines[4])
+    sample["episode"] = "one"
+    lines[4] = json.dumps(sample)
+    samples.write_text("\n".join(lines) + "\n")
+    code, _, err = dry_run(run_copy, out)
+    assert code == 2 and f"{samples}:5: `episode` is a string, not a whole number" in err
+    assert "--log_samples" in err and len(err.strip().splitlines()) == 1 and not out.exists()
+
+
 def test_a_damaged_sample_line_is_named_by_file_and_line_and_nothing_is_written(run_copy, tmp_path):
     samples = run_copy / "samples_toy_tones_chat.jsonl"
     lines = samples.read_text().splitlines()
@@ -433,17 +462,21 @@ def test_a_benchmark_run_publishes_its_reports(tmp_path):
 def test_the_command_keeps_hub_ids_and_hides_local_paths_and_secrets(toy_run):
     from audioeval.results.publish.card import model_label
     from audioeval.results.publish.reproduce import reproduce_command
+    from audioeval.results.record import ModelRecord
+    from audioeval.results.run_files import read_results
 
-    record = json.loads((toy_run / "results.json").read_text())
-    record["model"] = {
-        "name": "openai",
-        "model_args": {
+    record = read_results(toy_run / "results.json")
+    record.model = ModelRecord(
+        "openai",
+        {
             "model": "gpt-4o-audio-preview",
             "base_url": "https://user:pa55word@example.com/v1",
             "client_secret": "s3cr3t-value",
         },
-    }
-    record["task_args"] = {"data_dir": "/home/me/corpus", "dataset": "org/toy-bench"}
+        identity={},
+        batch_size=1,
+    )
+    record.task_args = {"data_dir": "/home/me/corpus", "dataset": "org/toy-bench"}
     command = reproduce_command(record, logged_samples=False)
     assert "model=gpt-4o-audio-preview" in command and "base_url=https://user:***@example.com/v1" in command
     assert "client_secret=***" in command and "s3cr3t" not in command and "pa55word" not in command
@@ -451,7 +484,9 @@ def test_the_command_keeps_hub_ids_and_hides_local_paths_and_secrets(toy_run):
         "data_dir=<data_dir>" in command and "dataset=org/toy-bench" in command and "/home/me" not in command
     )
     assert "--log_samples" not in command
-    record["model"] = {"name": "hf", "model_args": {"pretrained": "/models/Qwen2.5-Omni-7B"}}
+    record.model = ModelRecord("hf", {"pretrained": "/models/Qwen2.5-Omni-7B"}, identity={}, batch_size=1)
     assert model_label(record) == "hf (Qwen2.5-Omni-7B)"
-    record["model"] = {"name": "hf", "model_args": {"pretrained": "Qwen/Qwen2-Audio-7B-Instruct"}}
+    record.model = ModelRecord(
+        "hf", {"pretrained": "Qwen/Qwen2-Audio-7B-Instruct"}, identity={}, batch_size=1
+    )
     assert model_label(record) == "hf (Qwen/Qwen2-Audio-7B-Instruct)"

@@ -15,7 +15,7 @@ from audioeval.errors import DataError
 from audioeval.results.blocks import MetricStats, ShotBlock
 from audioeval.results.outputs import write_json
 from audioeval.results.record import RunRecord
-from audioeval.results.run_files import read_run
+from audioeval.results.run_files import find_sample_files, read_run
 from audioeval.results.sample_record import SampleRecord
 from audioeval.results.schemas import SCHEMAS, schema_text
 from tests.conftest import TOY, latest_run, run_cli
@@ -115,6 +115,18 @@ def test_a_damaged_results_json_names_the_line_and_field(toy_run, tmp_path):
     assert f"{path}:{line}: `results.toy_tones.1-shot`: `accuracy_ci95` is [0.5], not [low, high]" in str(
         err.value
     )
+
+
+def test_the_sample_files_of_degraded_copies_are_found(tmp_path):
+    names = ["toy_tones", "toy_tones@noise_snr=5", "toy_tones@noise_snr=5+reverb=0.3"]
+    for name in names:
+        (tmp_path / f"samples_{name}.jsonl").write_text("")
+    (tmp_path / "samples_toy_tones_chat@noise_snr=20.rank0.partial.jsonl").write_text("")
+    found = find_sample_files(tmp_path)
+    assert {t: [p.name for p in paths] for t, paths in found.items()} == {
+        **{name: [f"samples_{name}.jsonl"] for name in names},
+        "toy_tones_chat@noise_snr=20": ["samples_toy_tones_chat@noise_snr=20.rank0.partial.jsonl"],
+    }
 
 
 def test_a_block_keeps_what_it_was_told_and_nothing_else():

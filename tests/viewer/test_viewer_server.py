@@ -137,7 +137,7 @@ def test_not_a_run_folder_is_a_clear_error(toy_runs, tmp_path):
     code, _, err = run_cli(["view", str(tmp_path / "nowhere")])
     assert code == 2 and "no such folder" in err and "Traceback" not in err
     code, _, err = run_cli(["view", str(toy_runs[0].parent)])  # OUTPUT_PATH/<model>, one level too high
-    assert code == 2 and "is not an audioeval run folder: it has no results.json" in err
+    assert code == 2 and "not a run folder (no results.json), but it holds runs" in err
     assert str(toy_runs[0]) in err  # and names the run folders it holds
     bad = tmp_path / "bad"
     bad.mkdir()
@@ -150,7 +150,7 @@ def test_not_a_run_folder_is_a_clear_error(toy_runs, tmp_path):
     first = (toy_runs[0] / "samples_toy_tones.jsonl").read_text().splitlines()[0]
     (broken / "samples_toy_tones.jsonl").write_text(first + "\nnot json\n")
     code, _, err = run_cli(["view", str(broken)])
-    assert code == 2 and f"{broken / 'samples_toy_tones.jsonl'}:2: not a sample record" in err
+    assert code == 2 and f"{broken / 'samples_toy_tones.jsonl'}:2: not a JSON line" in err
 
 
 def test_a_port_in_use_is_named(toy_runs):

@@ -41,6 +41,12 @@ class TaskRecord:
     dataset: dict[str, Any] | None = None  # the stored data the episodes came from (`dataset=`)
     augment: dict[str, Any] | None = None  # the robustness condition of a degraded copy
 
+    @property
+    def builder(self) -> str | None:
+        """The builder as the task's YAML names it: a builder's name, or a file beside the YAML."""
+        value = self.config.get("builder")
+        return str(value) if value else None
+
     def to_json(self) -> dict[str, Any]:
         out = {
             "hash": self.hash,

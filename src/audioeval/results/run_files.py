@@ -23,7 +23,8 @@ from audioeval.results.record import RunRecord
 from audioeval.results.sample_record import SampleRecord
 
 RESULTS = "results.json"
-SAMPLE_FILE = re.compile(r"^samples_(?P<task>[A-Za-z0-9_.\-@]+?)(?:\.rank(?P<rank>\d+)\.partial)?\.jsonl$")
+# a task name, `<task>@<condition>` for a degraded copy under --augment (`toy@noise_snr=5+reverb=0.3`)
+SAMPLE_FILE = re.compile(r"^samples_(?P<task>[A-Za-z0-9_.\-@=+]+?)(?:\.rank(?P<rank>\d+)\.partial)?\.jsonl$")
 _RERUN_SAMPLES = (
     "the sample log is damaged or not written by audioeval. Rerun the command with --log_samples to write it "
     "again (answers come from the response cache)."
@@ -114,13 +115,13 @@ def sample_lines(path: Path) -> Iterator[tuple[int, int, SampleRecord]]:
                 continue
             try:
                 data = json.loads(line)
-            except ValueError as err:
+            except ValueError as err:  # JSONDecodeError, or UnicodeDecodeError for bytes that are not UTF-8
                 if partial and not line.endswith(b"\n"):
                     return
-                raise DataError(
-                    f"{path}:{number}: not a sample record ({type(err).__name__}: {err}). Sample logs hold one "
-                    "JSON object per line with task, episode and shots."
-                ) from err
+                reason = (
+                    f"{err.msg}, column {err.colno}" if isinstance(err, json.JSONDecodeError) else "not UTF-8"
+                )
+                raise DataError(f"{path}:{number}: not a JSON line ({reason}); {_RERUN_SAMPLES}") from err
             yield number, start, sample_from_json(data, path, number)
 
 
@@ -131,7 +132,8 @@ def sample_from_json(data: Any, path: Path, number: int) -> SampleRecord:
     try:
         return SampleRecord.from_json(data)
     except TypeError:
-        problem = f"a sample record is a JSON object, not {json_kind(data)}"
+        found = json_kind(data).removeprefix("an ").removeprefix("a ")
+        problem = f"expected one sample as a JSON object, found {found}"
     except ValidationError as err:
         problem = field_problem(err)
     raise DataError(f"{path}:{number}: {problem}; {_RERUN_SAMPLES}")
@@ -145,7 +147,7 @@ def field_problem(err: Any) -> str:
     kind, value = first["type"], first.get("input")
     expected = _EXPECTED.get(kind)
     if kind == "missing":
-        return f"`{where}` is missing"
+        return f"field `{where}` is missing"
     if kind == "value_error":
         return f"`{where}`: {first.get('ctx', {}).get('error', first['msg'])}"
     if expected is not None:
@@ -227,14 +229,14 @@ def refuse_links_out(folder: Path, path: Path) -> None:
 
 
 def not_a_run_message(folder: Path) -> str:
+    """Why `folder` (with neither results.json nor an INCOMPLETE marker) is no run, naming the runs it holds."""
     runs = sorted(p.parent for p in folder.glob("*/results.json")) + sorted(
         p.parent for p in folder.glob("*/*/results.json")
     )
-    message = (
-        f"{folder} is not an audioeval run folder: it has no {RESULTS}. Give the folder a run prints after "
-        "`results:`, i.e. OUTPUT_PATH/<model>/<timestamp>."
-    )
     if runs:
         shown = ", ".join(str(r) for r in runs[:5]) + (" ..." if len(runs) > 5 else "")
-        message += f" Run folders under it: {shown}."
-    return message
+        return f"{folder}: not a run folder (no {RESULTS}), but it holds runs: {shown}; give one of them."
+    return (
+        f"{folder}: not a run folder (no {RESULTS}). Give the folder a run prints after `results:`, i.e. "
+        "OUTPUT_PATH/<model>/<timestamp>."
+    )

@@ -22,7 +22,7 @@ SPLIT = "test"  # the details of one run; the benchmarks' episodes come from the
 class PublishedRun:
     """What the card says about one run."""
 
-    record: dict[str, Any]
+    record: RunRecord
     repo_id: str
     details: dict[str, tuple[str, Details]]  # task -> (path in the repository, what its file holds)
     files: list[str]  # every other file of the repository (results.json, summary.md, reports/...)
@@ -30,20 +30,20 @@ class PublishedRun:
     no_details: str | None  # why the repository holds no per-sample details, when it holds none
 
 
-def model_label(record: dict[str, Any]) -> str:
-    model = record["model"]
-    args = model.get("model_args") or {}
+def model_label(record: RunRecord) -> str:
+    """The model as the card names it: the backend and its checkpoint, a Hub id as given, a local checkpoint
+    by its folder's name (never where it sits on the machine)."""
+    model = record.model
+    args = model.model_args
     named = next((str(args[k]) for k in ("pretrained", "model") if args.get(k)), None)
     if named and looks_local(named):
-        named = Path(named).name  # a checkpoint folder: its name, not where it sits on the machine
-    return f"{model['name']} ({named})" if named else str(model["name"])
+        named = Path(named).name
+    return f"{model.name} ({named})" if named else model.name
 
 
-def data_source(dataset: Any) -> str | None:
+def data_source(dataset: dict[str, Any]) -> str:
     """Where a task's episodes were read from (`--task_args dataset=`): a Hub dataset at its commit, or a
     local folder by the digest of its files (never its path)."""
-    if not isinstance(dataset, dict):
-        return None
     if dataset.get("kind") == "hub":
         return f"{dataset.get('repo_id')}@{dataset.get('revision')}"
     return f"a local folder (sha256 {dataset.get('sha256')})"
@@ -53,21 +53,21 @@ def settings(run: PublishedRun) -> dict[str, Any]:
     """The `audioeval:` block of the front matter: what ran, with what, and how to run it again."""
     r = run.record
     return {
-        "model": {"name": r["model"]["name"], "model_args": r["model"].get("model_args") or {}},
+        "model": {"name": r.model.name, "model_args": r.model.model_args},
         "tasks": {
-            task: {"shots": c.get("shots"), "n_episodes": c.get("n_episodes"), "version": c.get("version")}
-            | ({"dataset": data_source(c["dataset"])} if isinstance(c.get("dataset"), dict) else {})
-            for task, c in r["configs"].items()
+            task: {"shots": c.shots, "n_episodes": c.n_episodes, "version": c.version}
+            | ({"dataset": data_source(c.dataset)} if c.dataset is not None else {})
+            for task, c in r.configs.items()
         },
-        "groups": list(r["groups"]),
-        "num_fewshot": r.get("num_fewshot"),
-        "seed": r["seed"],
-        "limit": r.get("limit"),
-        "task_args": r.get("task_args") or {},
-        "bootstrap_resamples": r.get("bootstrap_resamples"),
-        "versions": r.get("versions") or {},
-        "git_commit": r.get("git_commit"),
-        "date": r["date"],
+        "groups": list(r.sections.groups),
+        "num_fewshot": r.num_fewshot,
+        "seed": r.seed,
+        "limit": r.limit,
+        "task_args": r.task_args,
+        "bootstrap_resamples": r.bootstrap_resamples,
+        "versions": r.versions,
+        "git_commit": r.git_commit,
+        "date": r.date,
         "command": run.command,
     }
 
@@ -90,19 +90,18 @@ def card_text(run: PublishedRun) -> str:
 
 
 def _body(run: PublishedRun) -> str:
-    typed = RunRecord.from_json(run.record).sections
     r = run.record
-    version = (r.get("versions") or {}).get("audioeval")
+    version = r.versions.get("audioeval")
     lines = [
         f"# audioeval results: {model_label(r)}",
         "",
-        f"Evaluation of `{r['model']['name']}` on {', '.join(f'`{n}`' for n in selected_names(r))} with "
-        f"audioeval {version}, run on {r['date']}"
-        + (f" (git commit `{r['git_commit']}`)." if r.get("git_commit") else "."),
+        f"Evaluation of `{r.model.name}` on {', '.join(f'`{n}`' for n in selected_names(r))} with "
+        f"audioeval {version}, run on {r.date}"
+        + (f" (git commit `{r.git_commit}`)." if r.git_commit else "."),
         "",
         "## Results",
         "",
-        compact_table(typed.results, typed.groups),
+        compact_table(r.sections.results, r.sections.groups),
         "",
         "Every metric with its standard error and failed requests: `summary.md`; the run's whole record: "
         "`results.json`"
@@ -122,25 +121,20 @@ def _body(run: PublishedRun) -> str:
     return "\n".join(lines + _settings_section(r) + _details_section(run))
 
 
-def _settings_section(r: dict[str, Any]) -> list[str]:
-    lines = ["## Settings", "", "| setting | value |", "|---|---|", f"| model | `{r['model']['name']}` |"]
-    for key, value in (r["model"].get("model_args") or {}).items():
+def _settings_section(r: RunRecord) -> list[str]:
+    lines = ["## Settings", "", "| setting | value |", "|---|---|", f"| model | `{r.model.name}` |"]
+    for key, value in r.model.model_args.items():
         lines.append(f"| model_args.{key} | `{value}` |")
-    for task, c in r["configs"].items():
-        lines.append(
-            f"| {task} | k = {', '.join(str(k) for k in c.get('shots') or [])}; {c.get('n_episodes')} episodes |"
-        )
-    lines += [
-        f"| seed | {r['seed']} |",
-        f"| limit | {r.get('limit') if r.get('limit') is not None else 'none'} |",
-    ]
-    for key, value in (r.get("task_args") or {}).items():
+    for task, c in r.configs.items():
+        lines.append(f"| {task} | k = {', '.join(str(k) for k in c.shots)}; {c.n_episodes} episodes |")
+    lines += [f"| seed | {r.seed} |", f"| limit | {r.limit if r.limit is not None else 'none'} |"]
+    for key, value in r.task_args.items():
         lines.append(f"| task_args.{key} | `{value}` |")
-    lines.append(f"| bootstrap resamples | {r.get('bootstrap_resamples')} |")
-    lines += [f"| {name} version | {v or 'not installed'} |" for name, v in (r.get("versions") or {}).items()]
+    lines.append(f"| bootstrap resamples | {r.bootstrap_resamples} |")
+    lines += [f"| {name} version | {v or 'not installed'} |" for name, v in r.versions.items()]
     lines.append("")
-    if r.get("warnings"):
-        lines += ["The run warned:", "", *(f"- {w}" for w in r["warnings"]), ""]
+    if r.warnings:
+        lines += ["The run warned:", "", *(f"- {w}" for w in r.warnings), ""]
     return lines
 
 

@@ -13,7 +13,7 @@ from audioeval.errors import UsageError
 from audioeval.kvargs import FlagParser
 from audioeval.results.publish.eval_results import FLAG, BenchmarkRepo, is_repo_id, resolve_benchmark_repos
 from audioeval.results.publish.hub import Target, upload
-from audioeval.results.publish.run_folder import RunFolder, read_run
+from audioeval.results.publish.run_folder import RunFolder, finished_run
 from audioeval.results.publish.tree import DATASET, MODEL, Staged, stage
 
 log = logging.getLogger("audioeval")
@@ -70,7 +70,7 @@ def cmd_push_results(argv: list[str]) -> int:
             f"{FLAG} names the benchmark dataset of the model's evaluation results: add --model_repo ORG/MODEL."
         )
     destination = fresh_destination("--dry_run", Path(args.dry_run), args.overwrite) if args.dry_run else None
-    run = read_run(Path(args.run_dir))
+    run = finished_run(Path(args.run_dir))
     benchmarks: dict[str, BenchmarkRepo] = {}
     if args.model_repo:
         benchmarks = resolve_benchmark_repos(run.record, args.benchmark_repo, args.model_repo)

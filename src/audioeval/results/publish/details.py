@@ -1,10 +1,12 @@
 """Per-sample details: a run's samples_<task>.jsonl as one parquet file, one row per sample.
 
-Top-level fields that hold one kind of scalar in every line (task, episode, shots, response, target, ...) become
-typed columns; fields that hold objects or lists (metadata, messages, scores, gen_kwargs) are JSON strings, so
-every task's file has a schema `datasets.load_dataset` reads back as is, whatever the task's metadata looks
-like, and `json.loads` returns exactly what the run logged. The file is read twice (once to check every line
-and find the columns, once to write), so no task's samples need to fit in memory."""
+Each line is read as the SampleRecord the run wrote it from (results/run_files.py: a damaged line is one error
+naming file:line and the field), and its row is the record's `to_json()`, so fields this version does not know
+are published too. Top-level fields that hold one kind of scalar in every line (task, episode, shots, response,
+target, ...) become typed columns; fields that hold objects or lists (metadata, messages, scores, gen_kwargs)
+are JSON strings, so every task's file has a schema `datasets.load_dataset` reads back as is, whatever the
+task's metadata looks like, and `json.loads` returns exactly what the run logged. The file is read twice (once
+to check every line and find the columns, once to write), so no task's samples need to fit in memory."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from audioeval.errors import DataError
+from audioeval.results.run_files import sample_lines
 
 ROW_GROUP_ROWS = 1000
 
@@ -27,40 +29,23 @@ class Details:
     columns: dict[str, str] = field(default_factory=dict)  # column -> bool, int64, float64, string or json
 
 
-def sample_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, sample) of every non-blank line; DataError naming file:line for a damaged one."""
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            if not raw.strip():
-                continue
-            try:
-                sample = json.loads(raw)
-            except (UnicodeDecodeError, json.JSONDecodeError) as err:
-                reason = (
-                    f"{err.msg}, column {err.colno}" if isinstance(err, json.JSONDecodeError) else "not UTF-8"
-                )
-                raise DataError(
-                    f"{path}:{number}: not a JSON line ({reason}); the samples file is damaged: rerun the "
-                    "evaluation with --log_samples to write it again."
-                ) from err
-            if not isinstance(sample, dict):
-                raise DataError(
-                    f"{path}:{number}: expected one sample as a JSON object, found {type(sample).__name__}."
-                )
-            yield number, sample
+def rows(path: Path) -> Iterator[dict[str, Any]]:
+    """Every sample of the file as the line the run logged (`SampleRecord.to_json`), in the file's order."""
+    for _number, _offset, sample in sample_lines(path):
+        yield sample.to_json()
 
 
 def column_kinds(path: Path) -> Details:
     """Every field of the file's samples (in first-seen order) with the column type it gets."""
     seen: dict[str, set[str]] = {}
-    rows = 0
-    for _number, sample in sample_lines(path):
-        rows += 1
+    count = 0
+    for sample in rows(path):
+        count += 1
         for key, value in sample.items():
             kinds = seen.setdefault(key, set())
             if value is not None:
                 kinds.add(_SCALAR_TYPES.get(type(value), "json"))
-    return Details(rows, {key: _column_kind(kinds) for key, kinds in seen.items()})
+    return Details(count, {key: _column_kind(kinds) for key, kinds in seen.items()})
 
 
 def _column_kind(kinds: set[str]) -> str:
@@ -87,7 +72,7 @@ def write_details(path: Path, out: Path) -> Details:
     )
     batch: list[dict[str, Any]] = []
     with pq.ParquetWriter(out, schema) as writer:
-        for _number, sample in sample_lines(path):
+        for sample in rows(path):
             batch.append({name: _cell(sample.get(name), kind) for name, kind in details.columns.items()})
             if len(batch) >= ROW_GROUP_ROWS:
                 writer.write_table(pa.Table.from_pylist(batch, schema=schema))

@@ -9,7 +9,6 @@ names the number (`<group or task>-<metric>-<k>-shot`), a leaderboard id the ben
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from datetime import datetime
@@ -18,11 +17,11 @@ from typing import Any
 import yaml
 
 from audioeval.errors import UsageError, unknown_name_message
+from audioeval.results.blocks import ShotBlock
 from audioeval.results.outputs import safe_name
 from audioeval.results.publish.reproduce import benchmark_of_task, benchmarks_of, group_members
+from audioeval.results.record import RunRecord
 
-_NOT_METRICS = ("n", "errors", "subtasks")
-_STATS = ("_stderr", "_ci95", "_missing", "_unscored")
 _REPO_ID = re.compile(r"[A-Za-z0-9][\w.\-]*/[\w.\-]+")
 
 
@@ -48,71 +47,55 @@ class Headline:
     metric: str
     shots: str  # `3-shot`, or a pooled setting such as `few-shot`
     value: float
-    n: int | None
+    n: int  # the samples (or pooled items) behind the value
 
     @property
     def task_id(self) -> str:
         return f"{self.name}-{self.metric}-{self.shots}"
 
 
-def _metric_names(block: dict[str, Any]) -> list[str]:
-    """The metrics of a block in its order, measured or not (null where nothing could be scored)."""
-    return [
-        m
-        for m, v in block.items()
-        if m not in _NOT_METRICS
-        and not m.endswith(_STATS)
-        and not m.endswith("failure_rate")
-        and (v is None or (isinstance(v, int | float) and not isinstance(v, bool)))
-    ]
+def _metric_names(block: ShotBlock) -> list[str]:
+    """The metrics of a block in its order, measured or not, failure rates left out."""
+    return [m for m in block.metrics if not m.endswith("failure_rate")]
 
 
-def _measured(block: dict[str, Any], metric: str) -> bool:
-    value = block.get(metric)
-    return isinstance(value, int | float) and not math.isnan(value)
-
-
-def headline_numbers(record: dict[str, Any]) -> list[Headline]:
+def headline_numbers(record: RunRecord) -> list[Headline]:
     """Group aggregates and pooled cells (every metric), then each task's main metric, per k."""
     members = group_members(record)
     out: list[Headline] = []
     sections = [
-        ("group", record["groups"]),
-        ("pooled", record.get("pooled") or {}),
-        ("task", {t: v for t, v in record["results"].items() if t in record["configs"]}),
+        ("group", record.sections.groups),
+        ("pooled", record.sections.pooled),
+        ("task", {t: v for t, v in record.sections.results.items() if t in record.configs}),
     ]
     for kind, section in sections:
         for name, per_k in section.items():
             benchmarks = benchmarks_of(record, name, members)
-            if len(benchmarks) != 1 or not isinstance(per_k, dict):
+            if len(benchmarks) != 1:
                 continue  # a group across benchmarks has no one benchmark dataset to be listed on
             benchmark = next(iter(benchmarks))
             for shots, block in per_k.items():
-                if not isinstance(block, dict):
-                    continue
                 metrics = _metric_names(block)  # a task's main metric is its first, as in the run's table
                 for metric in metrics[:1] if kind == "task" else metrics:
-                    if _measured(block, metric):
-                        value = float(block[metric])
-                        out.append(Headline(benchmark, name, kind, metric, shots, value, block.get("n")))
+                    value = block.value(metric)  # None where nothing could be scored
+                    if value is not None:
+                        out.append(Headline(benchmark, name, kind, metric, shots, value, block.n))
     return out
 
 
-def run_benchmarks(record: dict[str, Any]) -> list[str]:
-    return list(dict.fromkeys(benchmark_of_task(record, t) for t in record["configs"]))
+def run_benchmarks(record: RunRecord) -> list[str]:
+    return list(dict.fromkeys(benchmark_of_task(record, t) for t in record.configs))
 
 
-def resolve_benchmark_repos(
-    record: dict[str, Any], flag: str | None, model_repo: str
-) -> dict[str, BenchmarkRepo]:
+def resolve_benchmark_repos(record: RunRecord, flag: str | None, model_repo: str) -> dict[str, BenchmarkRepo]:
     """The Hub dataset of every benchmark of the run: from --benchmark_repo, else the one the run read its
     episodes from (`--task_args dataset=ORG/NAME`); one line naming what is missing otherwise."""
     benchmarks = run_benchmarks(record)
     given = parse_benchmark_repos(flag, benchmarks) if flag else {}
     recorded: dict[str, BenchmarkRepo] = {}
-    for task, config in record["configs"].items():
-        data = config.get("dataset") if isinstance(config, dict) else None
-        if isinstance(data, dict) and data.get("kind") == "hub" and data.get("repo_id"):
+    for task, config in record.configs.items():
+        data = config.dataset  # what the run read its episodes from (`--task_args dataset=`), if it read any
+        if data is not None and data.get("kind") == "hub" and data.get("repo_id"):
             recorded.setdefault(
                 benchmark_of_task(record, task), BenchmarkRepo(data["repo_id"], data.get("revision"))
             )
@@ -166,18 +149,17 @@ def iso_date(text: str) -> str:
         return text
 
 
-def _notes(headline: Headline, record: dict[str, Any]) -> str:
-    limit = f", limit {record['limit']} episodes per task" if record.get("limit") is not None else ""
-    version = (record.get("versions") or {}).get("audioeval")
-    n = f"{headline.n} samples; " if headline.n is not None else ""
+def _notes(headline: Headline, record: RunRecord) -> str:
+    limit = f", limit {record.limit} episodes per task" if record.limit is not None else ""
+    version = record.versions.get("audioeval")
     return (
-        f"{headline.metric} of {headline.kind} {headline.name} at {headline.shots} ({n}seed {record['seed']}"
-        f"{limit}); audioeval {version}"
+        f"{headline.metric} of {headline.kind} {headline.name} at {headline.shots} ({headline.n} samples; "
+        f"seed {record.seed}{limit}); audioeval {version}"
     )
 
 
 def entries(
-    record: dict[str, Any], headlines: list[Headline], repo: BenchmarkRepo, source_url: str
+    record: RunRecord, headlines: list[Headline], repo: BenchmarkRepo, source_url: str
 ) -> list[dict[str, Any]]:
     """The entries of one benchmark, field names and nesting as the Hub's documentation gives them."""
     out = []
@@ -189,7 +171,7 @@ def entries(
             {
                 "dataset": dataset,
                 "value": round(h.value, 6),
-                "date": iso_date(str(record["date"])),
+                "date": iso_date(record.date),
                 "source": {"url": source_url, "name": "audioeval run details"},
                 "notes": _notes(h, record),
             }
@@ -198,7 +180,7 @@ def entries(
 
 
 def eval_results_files(
-    record: dict[str, Any], repos: dict[str, BenchmarkRepo], source_url: str, run_name: str
+    record: RunRecord, repos: dict[str, BenchmarkRepo], source_url: str, run_name: str
 ) -> dict[str, str]:
     """`.eval_results/<file>.yaml` -> its text, one file per benchmark of the run."""
     by_benchmark: dict[str, list[Headline]] = {}

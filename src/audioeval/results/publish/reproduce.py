@@ -10,6 +10,7 @@ from typing import Any
 
 from audioeval.augment.plan import CONDITION_SEPARATOR
 from audioeval.redact import MASK, is_secret_name, redact_message
+from audioeval.results.record import RunRecord
 
 DEFAULT_BOOTSTRAP = 10_000  # the CLI's --bootstrap_iters default
 
@@ -19,35 +20,30 @@ def base_name(name: str) -> str:
     return name.split(CONDITION_SEPARATOR, 1)[0]
 
 
-def benchmark_of_task(record: dict[str, Any], task: str) -> str:
+def benchmark_of_task(record: RunRecord, task: str) -> str:
     """The benchmark a task belongs to: its builder's name (a builder file's stem)."""
-    builder = str(record["configs"][task].get("config", {}).get("builder") or task)
-    return Path(builder).stem
+    return Path(record.configs[task].builder or task).stem
 
 
-def group_members(record: dict[str, Any]) -> dict[str, set[str]]:
+def group_members(record: RunRecord) -> dict[str, set[str]]:
     """Every group of the run (its `groups` and `pooled` sections) -> the tasks it covers."""
-    blocks = {**record.get("pooled", {}), **record["groups"]}
-    direct = {
-        g: {s for block in per_k.values() if isinstance(block, dict) for s in block.get("subtasks", [])}
-        for g, per_k in blocks.items()
-        if isinstance(per_k, dict)
-    }
+    blocks = {**record.sections.pooled, **record.sections.groups}
+    direct = {g: {s for block in per_k.values() for s in block.subtasks or []} for g, per_k in blocks.items()}
 
     def leaves(name: str, seen: frozenset[str]) -> set[str]:
         if name not in direct or name in seen:
-            return {name} if name in record["configs"] else set()
+            return {name} if name in record.configs else set()
         return {t for s in direct[name] for t in leaves(s, seen | {name})}
 
     return {g: leaves(g, frozenset()) for g in direct}
 
 
-def benchmarks_of(record: dict[str, Any], name: str, members: dict[str, set[str]]) -> set[str]:
-    tasks = members.get(name, {name} if name in record["configs"] else set())
+def benchmarks_of(record: RunRecord, name: str, members: dict[str, set[str]]) -> set[str]:
+    tasks = members.get(name, {name} if name in record.configs else set())
     return {benchmark_of_task(record, t) for t in tasks}
 
 
-def selected_names(record: dict[str, Any]) -> list[str]:
+def selected_names(record: RunRecord) -> list[str]:
     """What `--tasks` named, as far as results.json tells: the outermost groups, then the tasks no group
     covers (robustness conditions stripped: `--augment` makes them)."""
     members = group_members(record)
@@ -58,7 +54,7 @@ def selected_names(record: dict[str, Any]) -> list[str]:
             continue  # within a larger group, or the same tasks as a group listed earlier
         top.append(g)
     covered = {t for g in top for t in members[g]}
-    names = [base_name(g) for g in top] + [base_name(t) for t in record["configs"] if t not in covered]
+    names = [base_name(g) for g in top] + [base_name(t) for t in record.configs if t not in covered]
     return list(dict.fromkeys(names))
 
 
@@ -80,21 +76,21 @@ def _kv(values: dict[str, Any]) -> str:
     return ",".join(parts)
 
 
-def reproduce_command(record: dict[str, Any], logged_samples: bool) -> str:
+def reproduce_command(record: RunRecord, logged_samples: bool) -> str:
     """The `audioeval` command line that runs this evaluation again, from what results.json records."""
-    model = record["model"]
-    args = ["audioeval", "--tasks", ",".join(selected_names(record)), "--model", model["name"]]
-    if model.get("model_args"):
-        args += ["--model_args", _kv(model["model_args"])]
-    if record.get("num_fewshot"):
-        args += ["--num_fewshot", ",".join(str(k) for k in record["num_fewshot"])]
-    if record.get("task_args"):
-        args += ["--task_args", _kv(record["task_args"])]
-    if record.get("limit") is not None:
-        args += ["--limit", str(record["limit"])]
-    args += ["--seed", str(record["seed"])]
-    if record.get("bootstrap_resamples", DEFAULT_BOOTSTRAP) != DEFAULT_BOOTSTRAP:
-        args += ["--bootstrap_iters", str(record["bootstrap_resamples"])]
+    model = record.model
+    args = ["audioeval", "--tasks", ",".join(selected_names(record)), "--model", model.name]
+    if model.model_args:
+        args += ["--model_args", _kv(model.model_args)]
+    if record.num_fewshot:
+        args += ["--num_fewshot", ",".join(str(k) for k in record.num_fewshot)]
+    if record.task_args:
+        args += ["--task_args", _kv(record.task_args)]
+    if record.limit is not None:
+        args += ["--limit", str(record.limit)]
+    args += ["--seed", str(record.seed)]
+    if record.bootstrap_resamples != DEFAULT_BOOTSTRAP:
+        args += ["--bootstrap_iters", str(record.bootstrap_resamples)]
     args += _include_paths(record) + _judge_flags(record) + _augment_flags(record) + _speech_flags(record)
     if logged_samples:
         args.append("--log_samples")
@@ -102,18 +98,17 @@ def reproduce_command(record: dict[str, Any], logged_samples: bool) -> str:
     return redact_message(" ".join(shlex.quote(a) for a in args))
 
 
-def _include_paths(record: dict[str, Any]) -> list[str]:
+def _include_paths(record: RunRecord) -> list[str]:
     """Tasks whose builder is a file next to their YAML come from an --include_path folder."""
-    local = [
-        t for t in record["configs"] if looks_local(record["configs"][t].get("config", {}).get("builder"))
-    ]
+    local = [t for t, config in record.configs.items() if looks_local(config.builder)]
     folders = dict.fromkeys(f"<task folder of {benchmark_of_task(record, t)}>" for t in local)
     return [a for folder in folders for a in ("--include_path", folder)]
 
 
-def _judge_flags(record: dict[str, Any]) -> list[str]:
+def _judge_flags(record: RunRecord) -> list[str]:
+    """--judge and --judge_args of each judge, from the identity its results.json entry records."""
     out: list[str] = []
-    for judge_id, judge in (record.get("judges") or {}).items():
+    for judge_id, judge in (record.judges or {}).items():
         identity = (judge.get("identity") or {}) if isinstance(judge, dict) else {}
         backend = str(identity["model"]) if isinstance(identity.get("model"), str) else "<judge backend>"
         settings = {"model": identity.get("endpoint_model"), "base_url": identity.get("base_url")}
@@ -122,13 +117,12 @@ def _judge_flags(record: dict[str, Any]) -> list[str]:
     return out
 
 
-def _augment_flags(record: dict[str, Any]) -> list[str]:
+def _augment_flags(record: RunRecord) -> list[str]:
     """--augment NAME=LEVEL,... from the conditions the tasks record (one transform may be swept)."""
     levels: dict[str, list[str]] = {}
     target = None
-    for task in record["configs"].values():
-        condition = task.get("augment") if isinstance(task, dict) else None
-        if not isinstance(condition, dict):
+    for condition in (task.augment for task in record.configs.values()):
+        if condition is None:
             continue
         target = condition.get("target", target)
         for step in condition.get("steps", []):
@@ -144,9 +138,9 @@ def _augment_flags(record: dict[str, Any]) -> list[str]:
     return flags + (["--augment_target", str(target)] if target else [])
 
 
-def _speech_flags(record: dict[str, Any]) -> list[str]:
-    speech = record.get("speech")
-    if not isinstance(speech, dict):
+def _speech_flags(record: RunRecord) -> list[str]:
+    speech = record.speech
+    if speech is None:
         return []
     out = ["--asr", str(speech["asr"])] if speech.get("asr") else []
     if speech.get("spoken_text") and speech["spoken_text"] != "asr":
