@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from audioeval.augment.arguments import add_augment_arguments
 from audioeval.errors import AudioEvalError, TasksUnscored, UsageError
 from audioeval.kvargs import FlagParser
-from audioeval.redact import RedactingFilter, redact_message
+from audioeval.redact import RedactingFilter, redact_message, redact_text
 
 if TYPE_CHECKING:  # the run's modules load only when a run starts: `--help` stays fast
     from audioeval.api.result import EvaluationResult
@@ -184,7 +184,7 @@ def _say_outcome(result: EvaluationResult, full_table: bool = False) -> None:
     """The table, where the results went, then what went wrong; exit code 3 (TasksUnscored) when a task got no
     answer at all or a judge endpoint went down."""
     record = result.record
-    print(result.table if full_table else result.compact_table)
+    print(redact_text(result.table if full_table else result.compact_table))
     if result.run_dir is not None:
         print(_where_results_went(result.run_dir, record.reports or [], full_table))
     sys.stdout.flush()

@@ -1,17 +1,28 @@
-"""Keeping secrets out of everything the harness writes: results.json, sample logs, logs and error messages.
+"""Keeping secrets out of everything the harness writes: results.json, sample logs, reports, the response
+cache, logs and error messages. This module is the one place that decides what is masked; the writers and
+loggers apply it (results/outputs.py, the report runner, the response cache, the CLI's log handler and error
+lines), never the call sites.
 
 Keys come from the environment and are never stored, but a user may still put a secret where the harness
 records what it ran: `--model_args api_key=...` (refused: models/base.py), `api_key_env=sk-...` (refused:
 `env_name_problem`), `base_url=https://user:secret@host/v1`, or a query string such as `?api-key=...`. In
-argument dicts the values of secret-named arguments become "***"; in any text written anywhere, the password
-of a URL's userinfo and the values of secret-named query parameters do too; in error and log messages, so do
-the values of secret-named `name=value` pairs.
+argument dicts (`model_args`, `gen_kwargs`, ... wherever they are recorded) the values of secret-named
+arguments become "***"; in any text written anywhere, the password of a URL's userinfo (up to its last `@`)
+and the values of secret-named query parameters do too; in error and log messages, so do the values of
+secret-named `name=value` pairs.
+
+A secret the harness itself holds (an API key read from the environment, the credentials of a URL, the value
+of a secret-named generation setting) is registered with `register_secret` where it is read, and from then on
+masked wherever it appears, whatever text carries it: a server that quotes the Authorization header back in
+its error message cannot put the key in a warning, a sample or stderr.
 """
 
 from __future__ import annotations
 
+import base64
 import logging
 import re
+import threading
 from typing import Any
 
 MASK = "***"
@@ -21,9 +32,10 @@ _SECRET_NAME = re.compile(
     r"signature|sig)$",
     re.I,
 )
-# scheme://user:password@  (the user name is kept, it helps to tell endpoints apart)
+# scheme://user:password@  (the user name is kept, it helps to tell endpoints apart). The authority ends at the
+# first / ? or #, and its userinfo at the LAST @ before that, so a password may hold an @ (as HTTP clients read it)
 _USERINFO = re.compile(
-    r"(?P<scheme>\b[a-z][a-z0-9+.\-]*://)(?P<user>[^\s/@:?#]*)(?::(?P<pw>[^\s/@?#]*))?@", re.I
+    r"(?P<scheme>\b[a-z][a-z0-9+.\-]*://)(?P<user>[^\s/@:?#]*)(?::(?P<pw>[^\s/?#]*))?@", re.I
 )
 # ?name=value or &name=value inside a URL
 _QUERY_PARAM = re.compile(r"(?P<sep>[?&;])(?P<name>[^=&#\s?;]+)=(?P<value>[^&#\s;]*)")
@@ -34,8 +46,58 @@ _KV = re.compile(r"(?P<name>\b[A-Za-z][\w.\-]*)=(?P<value>'[^']*'|\"[^\"]*\"|[^,
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
+# fields under which argument dicts are recorded (results.json, samples, the viewer): secret-named entries masked
+ARGUMENT_FIELDS = frozenset({"model_args", "judge_args", "asr_args", "gen_kwargs", "generation_kwargs"})
+MIN_SECRET_LENGTH = (
+    8  # shorter values would mask ordinary words wherever they occur; no real key is this short
+)
+
+_known: set[str] = set()
+_known_pattern: re.Pattern[str] | None = None
+_lock = threading.Lock()
+
+
 def is_secret_name(name: str) -> bool:
     return bool(_SECRET_NAME.search(name))
+
+
+def register_secret(value: Any) -> None:
+    """Remember a secret this process holds (read where a backend reads it): every later `redact_text`, and so
+    every writer and logger, masks it wherever it appears. Values shorter than MIN_SECRET_LENGTH are not kept
+    (they are masked where they are recorded as arguments, not in free text)."""
+    global _known_pattern
+    text = str(value) if value is not None else ""
+    if len(text) < MIN_SECRET_LENGTH or text in _known:
+        return
+    with _lock:
+        _known.add(text)
+        ordered = sorted(_known, key=len, reverse=True)  # a longer secret that holds a shorter one goes first
+        _known_pattern = re.compile("|".join(re.escape(s) for s in ordered))
+
+
+def register_url_credentials(url: str | None) -> None:
+    """The password of a URL's userinfo, and the Basic credentials an HTTP client makes of it, as secrets."""
+    if not url or "@" not in url:
+        return
+    for m in _USERINFO.finditer(url):
+        user, password = m.group("user"), m.group("pw")
+        if password:
+            register_secret(password)
+            register_secret(base64.b64encode(f"{user}:{password}".encode()).decode())
+        elif user:
+            register_secret(user)  # https://TOKEN@host
+
+
+def register_secret_args(args: dict[str, Any]) -> None:
+    """The values of secret-named arguments (`extra_body.user_token=...`) as secrets."""
+    for key, value in args.items():
+        if is_secret_name(str(key)) and isinstance(value, str | int | float) and not isinstance(value, bool):
+            register_secret(value)
+
+
+def _mask_known(text: str) -> str:
+    pattern = _known_pattern
+    return pattern.sub(MASK, text) if pattern is not None else text
 
 
 def _redact_url(url: str) -> str:
@@ -53,10 +115,17 @@ def _redact_url(url: str) -> str:
 
 
 def redact_text(text: str) -> str:
-    """`text` with the secrets inside every URL it contains masked."""
+    """`text` with the registered secrets and the secrets inside every URL it contains masked."""
+    text = _mask_known(text)
     if "://" not in text:
         return text
     return _URL.sub(lambda m: _redact_url(m.group(0)), text)
+
+
+def holds_secret(text: str) -> bool:
+    """Whether `text` holds a registered secret (what must not be stored, even masked: a response)."""
+    pattern = _known_pattern
+    return pattern is not None and pattern.search(text) is not None
 
 
 def redact_message(text: str) -> str:
@@ -99,9 +168,13 @@ def redact_args(args: dict[str, Any]) -> dict[str, Any]:
 
 
 def redact(obj: Any) -> Any:
-    """A copy of a JSON-like value with the URL secrets in every string masked."""
+    """A copy of a JSON-like value with the registered and URL secrets in every string masked, and the
+    secret-named entries of the argument dicts it records (ARGUMENT_FIELDS) masked whatever their value."""
     if isinstance(obj, dict):
-        return {k: redact(v) for k, v in obj.items()}
+        return {
+            k: redact_args(v) if k in ARGUMENT_FIELDS and isinstance(v, dict) else redact(v)
+            for k, v in obj.items()
+        }
     if isinstance(obj, list | tuple):
         return type(obj)(redact(v) for v in obj)
     if isinstance(obj, str):
@@ -110,7 +183,8 @@ def redact(obj: Any) -> Any:
 
 
 class RedactingFilter(logging.Filter):
-    """Masks URL secrets in log records before any handler formats them."""
+    """Masks registered secrets, URL secrets and secret-named `name=value` pairs in log records before any
+    handler formats them."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()

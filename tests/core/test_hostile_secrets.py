@@ -4,18 +4,26 @@ store (every table, every column), the viewer (served and exported). Each run is
 audioeval` in a subprocess against the local fake servers, and every written byte is searched for the key.
 
 A key typed as an argument (`api_key=sk-...`, `api_key_env=sk-...`) is refused before anything is written,
-without being repeated; a key inside a URL (`http://user:KEY@host/v1`, `?api-key=KEY`) is used, and masked
-wherever the URL is recorded."""
+without being repeated; a key inside a URL (`http://user:KEY@host/v1`, `?api-key=KEY`, a password holding an
+`@`) is used, and masked wherever the URL is recorded. A key the harness holds (from the environment, a URL's
+credentials, a secret-named generation setting) is masked wherever it turns up, even in what a server sends
+back."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -236,3 +244,149 @@ def test_a_key_typed_in_asr_args_is_refused_and_the_failed_runs_marker_holds_no_
     (marker,) = (tmp_path / "out").glob("*/*/INCOMPLETE")
     assert "--asr_args api_key" in marker.read_text()
     assert in_text([KEY], proc.stdout, proc.stderr) == [] and leaks([KEY], tmp_path) == []
+
+
+class _Echoing(BaseHTTPRequestHandler):
+    """An endpoint that quotes back what it was sent, as some proxies and debug servers do: every other model
+    request is refused with an error that names the Authorization header, the others answered with a reply
+    that repeats it and the request's `user_token`; the judge is always refused that way."""
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def _send(self, status: int, payload: dict) -> None:
+        body = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:  # the readiness probe's GET /models
+        self._send(200, {"object": "list", "data": [{"id": "lalm", "object": "model"}]})
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        auth = self.headers.get("Authorization", "")
+        server = self.server
+        assert isinstance(server, EchoingServer)
+        with server.lock:
+            server.requests[body["model"]] += 1
+            server.seen.append((auth, body.get("user_token")))
+            refused = body["model"] == JUDGE or server.requests[body["model"]] % 2 == 1
+        if refused:
+            self._send(400, {"error": {"message": f"invalid credentials in header Authorization: {auth}"}})
+            return
+        text = f"low (received Authorization: {auth}; user_token={body.get('user_token')})"
+        self._send(
+            200,
+            {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
+             "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+             "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}},
+        )  # fmt: skip
+
+
+class EchoingServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Echoing)
+        self.lock = threading.Lock()
+        self.requests: Counter[str] = Counter()
+        self.seen: list[tuple[str, str | None]] = []
+
+
+@contextmanager
+def echoing_server() -> Iterator[EchoingServer]:
+    server = EchoingServer()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_keys_a_server_quotes_back_are_masked_in_everything_written_and_not_cached(tmp_path: Path):
+    """Three leaks: the environment's key quoted back in an error, a URL password holding an `@`, a secret-named
+    --gen_kwargs value. None reaches stdout, stderr, results.json, samples, summary, report, export or caches;
+    the answers that quoted a key are not cached (the rerun asks for them again)."""
+    env_key = "sk-test-SECRETfromTheEnvironment6"
+    password = "sk-test@SECRETurlPassword7"  # an @ inside the password
+    token = "sk-test-SECRETgenKwargToken8"
+    basic = base64.b64encode(f"me:{password}".encode()).decode()
+    secrets = [env_key, password, "SECRETurlPassword7", token, basic]
+    env = {**os.environ, "OPENAI_API_KEY": env_key, "AUDIOEVAL_CACHE": str(tmp_path / "work")}
+    with echoing_server() as server:
+        port = server.server_address[1]
+        args = [
+            "--tasks", "toy_bench", "--include_path", str(TOY), "--limit", "1", "--no_progress",
+            "--model", "openai", "--model_args", f"model=lalm,base_url=http://me:{password}@127.0.0.1:{port}/v1,max_retries=0",
+            "--gen_kwargs", f"extra_body.user_token={token}",
+            "--judge", "openai", "--judge_args", f"model={JUDGE},base_url=http://127.0.0.1:{port}/v1,max_retries=0",
+            "--output_path", str(tmp_path / "out"), "--cache_dir", str(tmp_path / "cache"), "--log_samples",
+            "--bootstrap_iters", "10", "--verbosity", "DEBUG",
+        ]  # fmt: skip
+        first = run_cli_subprocess(args, env=env)
+        asked = dict(server.requests)
+        rerun = run_cli_subprocess(args, env=env)
+        seen = list(server.seen)
+    assert first.returncode == 0, first.stderr
+    assert rerun.returncode == 0, rerun.stderr
+    # the endpoint did get every secret, so the search below has something to miss
+    assert {f"Basic {basic}", f"Bearer {env_key}"} <= {auth for auth, _ in seen}
+    assert token in {t for _, t in seen}
+    # answers that quoted a key were not cached: the rerun asked the model again, as often
+    assert asked["lalm"] == 2 and server.requests["lalm"] == 4, server.requests
+    assert "were not cached, so a rerun asks for them again" in first.stderr
+    run_dir = next(p for p in sorted((tmp_path / "out").glob("*/*")) if (p / "results.json").exists())
+    samples = [
+        json.loads(line) for line in (run_dir / "samples_toy_bench_tones.jsonl").read_text().splitlines()
+    ]
+    # masked where they were, not dropped: the answer and the errors are kept, the keys in them are not
+    answered, refused = sorted(samples, key=lambda s: s["error"] is not None)
+    assert answered["response"].startswith("low (received Authorization: Basic ***; user_token=***)")
+    assert refused["error"].endswith("invalid credentials in header Authorization: Basic ***")
+    assert answered["judgments"]["graded"][JUDGE]["error"].endswith("Authorization: Bearer ***")
+    assert all(s["gen_kwargs"]["extra_body.user_token"] == "***" for s in samples)
+    warnings = json.loads((run_dir / "results.json").read_text())["warnings"]
+    assert any("Authorization: Basic ***" in w for w in warnings), warnings
+    export = run_cli_subprocess(["view", str(run_dir), "--export", str(tmp_path / "export")], env=env)
+    assert export.returncode == 0, export.stderr
+    assert (
+        in_text(secrets, first.stdout, first.stderr, rerun.stdout, rerun.stderr, export.stdout, export.stderr)
+        == []
+    )
+    assert leaks(secrets, tmp_path) == []
+
+
+def test_a_password_holding_an_at_sign_is_masked_whole():
+    from audioeval.redact import redact_text
+
+    assert redact_text("base_url=http://user:sk-test@SECRET@host:8000/v1 failed") == (
+        "base_url=http://user:***@host:8000/v1 failed"
+    )
+    assert redact_text("http://user:a@b@c@host/v1?api-key=k&x=1 and http://h/p@q") == (
+        "http://user:***@host/v1?api-key=***&x=1 and http://h/p@q"
+    )  # an @ in the path is no userinfo
+
+
+def test_a_registered_secret_is_masked_in_any_text_and_short_values_are_not_registered():
+    from audioeval.redact import holds_secret, redact, register_secret, register_url_credentials
+
+    register_secret("sk-unit-REGISTEREDsecret1")
+    register_secret("abc")  # too short to mask in free text: it would hide ordinary words
+    register_url_credentials("http://me:pw-unit-REGISTERED2@host/v1")
+    quoted = base64.b64encode(b"me:pw-unit-REGISTERED2").decode()
+    record = {
+        "error": "HTTP 401: Authorization: Bearer sk-unit-REGISTEREDsecret1 is wrong",
+        "response": f"Basic {quoted} and pw-unit-REGISTERED2; abc",
+        "gen_kwargs": {"extra_body.user_token": "abc", "max_new_tokens": 8},
+    }
+    assert redact(record) == {
+        "error": "HTTP 401: Authorization: Bearer *** is wrong",
+        "response": "Basic *** and ***; abc",
+        "gen_kwargs": {"extra_body.user_token": "***", "max_new_tokens": 8},
+    }
+    assert holds_secret("x sk-unit-REGISTEREDsecret1 y") and not holds_secret("abc")

@@ -26,6 +26,7 @@ from audioeval.data.card import GENERATION_FLAGS, Build, ConfigStats, card_text,
 from audioeval.data.destination import fresh_destination, make_staging
 from audioeval.errors import UsageError, unknown_name_message
 from audioeval.kvargs import FlagParser, parse_kv
+from audioeval.redact import register_secret
 
 log = logging.getLogger("audioeval")
 SHARD_BYTES = 256 * 1024 * 1024
@@ -317,11 +318,13 @@ def cmd_push(argv: list[str]) -> int:
     from huggingface_hub import HfApi, get_token
 
     # the token comes the way huggingface_hub finds it: HF_TOKEN, or the one `hf auth login` saved
-    if not get_token():
+    token = get_token()
+    if not token:
         raise UsageError(
             "audioeval push: no Hugging Face token. Run `hf auth login` (or set HF_TOKEN in the environment); "
             "the token is never printed or written."
         )
+    register_secret(token)  # a hub error that quotes it is masked like any other
     api = HfApi()
     try:
         api.create_repo(args.repo_id, repo_type="dataset", private=args.private, exist_ok=True)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from audioeval.errors import UsageError
-from audioeval.redact import redact, redact_message
+from audioeval.redact import redact, redact_message, redact_text
 from audioeval.results.blocks import PerK
 from audioeval.results.sample_record import SampleRecord
 
@@ -102,6 +102,22 @@ def write_json(path: Path, data: Any) -> None:
         + "\n"
     )
     os.replace(tmp, path)
+
+
+def write_text(path: Path, text: str) -> None:
+    """A text file of the run (summary.md, robustness.md), with secrets masked (redact.py)."""
+    path.write_text(redact_text(text), encoding="utf-8")
+
+
+def mask_written_file(path: Path) -> None:
+    """Mask secrets in a text file another writer made (a benchmark's report); binary files stay as they are."""
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return
+    masked = redact_text(text)
+    if masked != text:
+        path.write_text(masked, encoding="utf-8")
 
 
 class SampleLog:

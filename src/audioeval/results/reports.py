@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from audioeval.config.registry import TaskRegistry
 from audioeval.config.task import TaskConfig
 from audioeval.hooks import HookKind
+from audioeval.results.outputs import mask_written_file
 from audioeval.results.record import RunRecord
 from audioeval.results.score_rows import ScoreRow
 
@@ -104,7 +105,10 @@ def run_reports(reports: list[Report], context: ReportContext) -> list[str]:
     written: list[str] = []
     for report in reports:
         try:
-            written.extend(str(p) for p in report.function(context) or [])
+            paths = [Path(p) for p in report.function(context) or []]
+            for path in paths:  # a report formats the run's texts: the secrets in them are masked here
+                mask_written_file(path)
+            written.extend(str(p) for p in paths)
         except Exception as err:  # noqa: BLE001 - a broken plot must not cost the user their results
             log.error(
                 "report %s (from %s) failed: %s: %s", report.spec, report.source, type(err).__name__, err

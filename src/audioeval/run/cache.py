@@ -19,6 +19,7 @@ from typing import Any, Literal, Protocol
 from audioeval.audio.wav import read_pcm16_wav
 from audioeval.data.destination import probe_writable
 from audioeval.errors import UsageError
+from audioeval.redact import holds_secret
 from audioeval.types import AudioClip, SpokenAnswer
 
 log = logging.getLogger("audioeval")
@@ -181,6 +182,7 @@ class ResponseCache:
     def __init__(self, path: Path, source: str = "--cache_dir") -> None:
         self.path = Path(path)
         self.damage: str | None = None
+        self._bad_rows_warned = self._secret_warned = False
         advice = "Point --cache_dir at a writable folder, or pass --no_cache (a killed run then starts over)."
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -251,7 +253,9 @@ class ResponseCache:
             )
             for key, response, info in rows:
                 cached = _cached(response, info)
-                if cached is not None:  # a damaged row is a miss: the request is asked again
+                if cached is None:  # a damaged row is a miss: the request is asked again
+                    self._bad_row(key)
+                else:
                     found[key] = cached
         spoken = [k for k, c in found.items() if SPOKEN_KEY in c.info]
         if spoken:
@@ -262,6 +266,29 @@ class ResponseCache:
                 if restored is not None:
                     found[key] = restored
         return found
+
+    def _bad_row(self, key: str) -> None:
+        """A row that is not what this cache writes (edited, half-written by another program): asked again and
+        replaced. Said once per run."""
+        if not self._bad_rows_warned:
+            self._bad_rows_warned = True
+            log.warning(
+                "the response cache %s holds rows that are not valid responses (the first: %s); they are asked "
+                "again and replaced.",
+                self.path,
+                key[:16],
+            )
+
+    def _secret_held(self, count: int) -> None:
+        """Answers that quote a key the harness holds (a server echoing its Authorization header) are not
+        cached: a rerun asks again. Said once per run."""
+        if not self._secret_warned:
+            self._secret_warned = True
+            log.warning(
+                "%d answer(s) quoted an API key or token this run holds (masked in everything written); they "
+                "were not cached, so a rerun asks for them again. Check what the endpoint sends back.",
+                count,
+            )
 
     def _blobs(self, shas: set[str]) -> dict[str, bytes]:
         wanted = sorted(shas)
@@ -274,13 +301,18 @@ class ResponseCache:
         return out
 
     def _put_many(self, entries: list[CacheEntry]) -> None:
-        if not entries:
-            return
         now = time.time()
         rows = [
             (e.key, e.kind, e.text, json.dumps(_row_info(e), sort_keys=True, default=str), now)
             for e in entries
         ]
+        kept = [not (holds_secret(text) or holds_secret(info)) for _, _, text, info, _ in rows]
+        if not all(kept):
+            self._secret_held(kept.count(False))
+            entries = [e for e, keep in zip(entries, kept, strict=True) if keep]
+            rows = [r for r, keep in zip(rows, kept, strict=True) if keep]
+        if not entries:
+            return
         blobs = {e.spoken.audio.sha256: e.spoken.audio.wav_bytes() for e in entries if e.spoken is not None}
         for attempt in range(5):
             try:
@@ -313,7 +345,7 @@ def _cached(response: Any, info: Any) -> CachedResponse | None:
     """A response row as read back; None when it is not what the cache writes (text, a JSON object)."""
     try:
         described = json.loads(info)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):  # RecursionError: brackets nested too deep to read
         return None
     if not isinstance(response, str) or not isinstance(described, dict):
         return None

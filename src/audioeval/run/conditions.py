@@ -10,6 +10,7 @@ from typing import Any
 
 from audioeval.augment.episode import check_refusals
 from audioeval.augment.plan import AugmentPlan
+from audioeval.results.outputs import write_text
 from audioeval.results.robustness import markdown, robustness_rows
 from audioeval.results.robustness_plot import plot_sweep
 from audioeval.run.prepared import PreparedTask
@@ -62,8 +63,8 @@ def write_robustness(
     table = markdown(table_rows)
     written: list[str] = []
     if run_dir is not None:
-        (run_dir / "robustness.md").write_text(
-            f"# Robustness: {model}, --augment_target {plan.target}\n\n{table}\n", encoding="utf-8"
+        write_text(
+            run_dir / "robustness.md", f"# Robustness: {model}, --augment_target {plan.target}\n\n{table}\n"
         )
         written.append(str(run_dir / "robustness.md"))
         title = f"{model}: score vs {plan.swept}, target={plan.target}"

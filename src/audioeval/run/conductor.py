@@ -29,6 +29,7 @@ from audioeval.results.outputs import (
     mark_finished,
     markdown_table,
     write_json,
+    write_text,
 )
 from audioeval.results.record import RunRecord
 from audioeval.results.reports import ReportContext, run_reports
@@ -341,7 +342,7 @@ def _write(
             )
             record.reports = (record.reports or []) + run_reports(plan.reports, context)
         write_json(run_dir / "results.json", record.to_json())
-        (run_dir / "summary.md").write_text(table + "\n")
+        write_text(run_dir / "summary.md", table + "\n")
         mark_finished(run_dir)
     total = record.timing
     note = resume_note(total["cached_responses"], total["samples"])

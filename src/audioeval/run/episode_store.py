@@ -29,6 +29,7 @@ from typing import Any
 
 from audioeval.data.builders import EpisodeBuilder
 from audioeval.errors import ModelError
+from audioeval.redact import redact_args
 from audioeval.resources import resource_root
 from audioeval.run.cache import open_shared
 from audioeval.run.prepared import PreparedTask
@@ -117,7 +118,7 @@ def describe_pairs(pairs: list[tuple[Request, str]]) -> list[dict[str, Any]] | N
             "k": request.rid.shots,
             "messages": request.describe(),
             "audio_seconds": request.audio_seconds,
-            "gen_kwargs": request.gen_kwargs,
+            "gen_kwargs": redact_args(request.gen_kwargs),  # the task key holds them; a secret stays out
             "choices": list(request.choices) if request.choices is not None else None,
             "sample_info": request.info["sample_info"],
             "target": target,
@@ -136,7 +137,7 @@ def stored_pairs(task: PreparedTask, index: int, records: list[dict[str, Any]]) 
     for r in records:
         request = StoredRequest(
             messages=(),
-            gen_kwargs=r["gen_kwargs"],
+            gen_kwargs=task.gen_kwargs,  # what the task key was made of (the stored copy is masked)
             rid=RequestId(task.config.name, int(r["k"]), index),
             choices=tuple(r["choices"]) if r["choices"] is not None else None,
             info={"sample_info": r["sample_info"]},

@@ -20,6 +20,7 @@ from audioeval.data.builders import EpisodeBuilder, builder_names, make_builder
 from audioeval.data.stored_episodes import DatasetEpisodes, open_episodes
 from audioeval.errors import ConfigError, UsageError, unknown_name_message
 from audioeval.models.base import Model
+from audioeval.redact import register_secret_args
 from audioeval.results.scoring import TaskScorer
 from audioeval.run.requirements import module_source
 from audioeval.types import Request, RequestId, ShownEpisode
@@ -171,6 +172,7 @@ def prepare_tasks(
             )
         limit_count = resolve_limit(limit, builder.num_episodes())
         merged_kwargs = {**config.generation_kwargs, **gen_kwargs}
+        register_secret_args(merged_kwargs)  # extra_body.user_token=...: masked in everything written
         prepared.append(
             PreparedTask(
                 config=config,

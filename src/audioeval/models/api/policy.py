@@ -40,7 +40,7 @@ from urllib.parse import urlsplit
 from audioeval.errors import ModelError
 from audioeval.models.api.concurrency import AdaptiveLimit, Slot
 from audioeval.models.endpoint_stats import EndpointStats
-from audioeval.redact import env_name_problem, env_name_refusal
+from audioeval.redact import env_name_problem, env_name_refusal, register_secret, register_url_credentials
 from audioeval.types import Failure, FailureKind
 
 log = logging.getLogger("audioeval")
@@ -73,6 +73,9 @@ class EndpointSettings:
         problem = env_name_problem(self.api_key_env)
         if problem:  # a key pasted in place of the variable's name would be echoed by "no API key: set ..."
             raise ModelError(env_name_refusal("", "api_key_env", problem))
+        # the key and the URL's credentials are masked in everything written from now on (redact.py)
+        register_secret(os.environ.get(self.api_key_env))
+        register_url_credentials(self.base_url)
         if self.base_url is not None:
             check_url("base_url", self.base_url)
         if self.num_concurrent < 1:
