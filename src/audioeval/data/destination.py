@@ -1,15 +1,28 @@
 """The folder a command writes into (`build --output_dir`, `corpora download --to`): checked before any work,
-and written through a staging folder beside it that is renamed into place only when everything succeeded."""
+and written through a staging folder beside it that is renamed into place only when everything succeeded.
+
+A failure, Ctrl-C or SIGTERM removes the staging folder (`interrupt_on_terminate` turns SIGTERM into the
+KeyboardInterrupt that Ctrl-C raises); what only SIGKILL or a power cut leaves behind, the next command into
+the same place removes, once the process that made it is gone."""
 
 from __future__ import annotations
 
 import errno
+import glob
+import logging
 import os
 import shutil
+import signal
 import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 
 from audioeval.errors import UsageError
+
+log = logging.getLogger("audioeval")
 
 
 def fresh_destination(flag: str, path: Path, overwrite: bool) -> Path:
@@ -34,15 +47,75 @@ def fresh_destination(flag: str, path: Path, overwrite: bool) -> Path:
 
 
 def make_staging(flag: str, destination: Path, purpose: str) -> Path:
-    """An empty staging folder next to `destination` (same file system, so the final rename is atomic)."""
+    """An empty staging folder next to `destination` (same file system, so the final rename is atomic),
+    `.<name>.<purpose>-<pid>`; those an earlier command into the same place left behind are removed first."""
     staging = destination.parent / f".{destination.name}.{purpose}-{os.getpid()}"
     try:
         destination.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_staging(destination, purpose)
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir()
     except OSError as err:
         raise UsageError(f"{flag} {destination}: cannot write there ({err.strerror or err}).") from err
     return staging
+
+
+def remove_stale_staging(destination: Path, purpose: str) -> None:
+    """Remove the staging folders of `destination` whose process is gone (killed with SIGKILL, a crash), saying
+    so; one whose process still runs (another command writing the same place) is named and left alone."""
+    pattern = f".{glob.escape(destination.name)}.{purpose}-*"
+    for old in sorted(destination.parent.glob(pattern)):
+        pid = old.name.rsplit("-", 1)[1]
+        if not pid.isdigit() or int(pid) == os.getpid() or not old.is_dir():
+            continue
+        if _running(int(pid)):
+            log.warning("%s belongs to process %s, which is still running: left alone.", old, pid)
+            continue
+        size = _size(old)
+        shutil.rmtree(old, ignore_errors=True)
+        log.warning(
+            "removed %s (%.1f MB), left by an earlier command into %s whose process (%s) is gone.",
+            old, size / 1e6, destination, pid,
+        )  # fmt: skip
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def _size(folder: Path) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(folder):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_size
+            except OSError:
+                pass
+    return total
+
+
+@contextmanager
+def interrupt_on_terminate() -> Iterator[None]:
+    """Inside, SIGTERM raises KeyboardInterrupt as Ctrl-C does, so the `except`/`finally` that remove a
+    staging folder run (Python's default for SIGTERM ends the process at once, skipping them)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminate(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def nearest_existing(path: Path) -> Path:

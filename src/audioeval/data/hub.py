@@ -23,7 +23,7 @@ from audioeval.augment.build import degraded_builders
 from audioeval.augment.plan import CONDITION_SEPARATOR, parse_augment
 from audioeval.data.builders import builder_config_names, builder_names, load_builder_class, make_builder
 from audioeval.data.card import GENERATION_FLAGS, Build, ConfigStats, card_text, public_parameters, read_card
-from audioeval.data.destination import fresh_destination, make_staging
+from audioeval.data.destination import fresh_destination, interrupt_on_terminate, make_staging
 from audioeval.errors import UsageError, unknown_name_message
 from audioeval.kvargs import FlagParser, parse_kv
 from audioeval.redact import register_secret
@@ -272,31 +272,44 @@ def _write_folder(
     destination: Path,
 ) -> dict[str, ConfigStats]:
     """Every config's shards and the card, written into a staging folder renamed to `destination` on success:
-    a failed or interrupted build leaves nothing half-written there."""
-    staging = make_staging("--output_dir", destination, "building")
+    a failed or interrupted (Ctrl-C, SIGTERM) build leaves nothing half-written there."""
+    with interrupt_on_terminate():
+        staging = make_staging("--output_dir", destination, "building")
+        try:
+            stats = _write_staging(args, cls, builders, generation, staging)
+            if destination.exists():
+                shutil.rmtree(destination)
+            staging.rename(destination)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+    return stats
+
+
+def _write_staging(
+    args: argparse.Namespace,
+    cls: Any,
+    builders: dict[str, Any],
+    generation: dict[str, Any],
+    staging: Path,
+) -> dict[str, ConfigStats]:
+    """Every config's shards and the dataset card, into `staging`."""
     benchmark = Path(args.benchmark).stem
-    try:
-        stats = {c: _write_config(b, staging / c) for c, b in builders.items()}
-        augment = (args.augment, args.augment_target) if args.augment else None
-        base_configs = list(dict.fromkeys(c.split(CONDITION_SEPARATOR)[0] for c in builders))
-        card = card_text(
-            Build(
-                benchmark,
-                getattr(cls, "ABOUT", None),
-                (cls.__doc__ or "").strip(),
-                stats,
-                generation,
-                library_versions(),
-                build_command(benchmark, base_configs, generation, augment),
-            )
+    stats = {c: _write_config(b, staging / c) for c, b in builders.items()}
+    augment = (args.augment, args.augment_target) if args.augment else None
+    base_configs = list(dict.fromkeys(c.split(CONDITION_SEPARATOR)[0] for c in builders))
+    card = card_text(
+        Build(
+            benchmark,
+            getattr(cls, "ABOUT", None),
+            (cls.__doc__ or "").strip(),
+            stats,
+            generation,
+            library_versions(),
+            build_command(benchmark, base_configs, generation, augment),
         )
-        (staging / "README.md").write_text(card, encoding="utf-8")
-        if destination.exists():
-            shutil.rmtree(destination)
-        staging.rename(destination)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+    )
+    (staging / "README.md").write_text(card, encoding="utf-8")
     return stats
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from audioeval.data.about import Corpus, Download
 from audioeval.data.corpora import remote
-from audioeval.data.destination import fresh_destination, make_staging
+from audioeval.data.destination import fresh_destination, interrupt_on_terminate, make_staging
 from audioeval.data.stored import content_digest, file_sha256
 from audioeval.errors import DataError, UsageError
 
@@ -29,17 +29,18 @@ def install(corpus: Corpus, destination: Path, overwrite: bool = False) -> Path:
             f"{corpus.download_note}. Then check the folder with `audioeval corpora check {corpus.name} DIR`."
         )
     destination = fresh_destination("--to", destination, overwrite)
-    staging = make_staging("--to", destination, "downloading")
-    try:
-        root = staging / "corpus"
-        fetch(corpus.download, root, staging / "work")
-        log.info("checking the layout of %s", corpus.title)
-        corpus.check(root)
-        if destination.exists():
-            shutil.rmtree(destination)
-        root.rename(destination)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    with interrupt_on_terminate():  # SIGTERM, like Ctrl-C, removes the staging folder
+        staging = make_staging("--to", destination, "downloading")
+        try:
+            root = staging / "corpus"
+            fetch(corpus.download, root, staging / "work")
+            log.info("checking the layout of %s", corpus.title)
+            corpus.check(root)
+            if destination.exists():
+                shutil.rmtree(destination)
+            root.rename(destination)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
     return destination
 
 
