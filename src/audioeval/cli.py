@@ -222,9 +222,37 @@ def _is_unwritable(err: OSError) -> bool:
     return err.filename is not None and err.errno in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC)
 
 
+def _asks_for_tracebacks(argv: list[str]) -> bool:
+    """`--verbosity DEBUG` as argparse reads it (`--verbosity=DEBUG`, an abbreviation such as `--verb DEBUG`;
+    the last one given wins), known before any parser runs so that the parsers' own errors show theirs too."""
+    value = None
+    for i, arg in enumerate(argv):
+        if arg == "--":
+            break
+        name, equals, rest = arg.partition("=")
+        if len(name) > 2 and "--verbosity".startswith(name):
+            value = rest if equals else (argv[i + 1] if i + 1 < len(argv) else None)
+    return value == "DEBUG"
+
+
+# what an interrupted command leaves behind, and how to go on
+_INTERRUPTED = {
+    "run": "interrupted. Responses received so far are in the response cache and the samples logged so far are "
+    "on disk; run the same command again to resume.",
+    "build": "build interrupted: its staging folder was removed and the output folder is as it was before; run "
+    "the same command again to build from the start.",
+    "corpora": "interrupted: a download under way was removed and its destination is as it was before; run the "
+    "same command again to start over.",
+    "push": "push interrupted: the Hub shows an upload only once its final commit is made, so run the same "
+    "command again.",
+    "view": "interrupted: an export under way is incomplete; run the same command again (it replaces the "
+    "earlier export).",
+}
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    debug = "DEBUG" in argv
+    debug = _asks_for_tracebacks(argv)
     try:
         if argv and argv[0] in ("build", "push"):
             from audioeval.data.hub import cmd_build, cmd_push
@@ -270,11 +298,8 @@ def main(argv: list[str] | None = None) -> int:
             )
         )
         return EXIT_ERROR
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # Ctrl-C; SIGTERM too where a command stages its output (data/destination.py)
         if _rank() == 0:
-            print(
-                f"\n{_prefix()}interrupted. Responses received so far are in the response cache and the samples "
-                "logged so far are on disk; run the same command again to resume.",
-                file=sys.stderr,
-            )
+            command = argv[0] if argv and argv[0] in _INTERRUPTED else "run"
+            print(f"\n{_prefix()}{_INTERRUPTED[command]}", file=sys.stderr)
         return EXIT_INTERRUPTED
