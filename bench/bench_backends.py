@@ -28,6 +28,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT))  # tests/support/: the tiny checkpoint builders
 
 from audioeval.types import AudioClip, AudioPart, Message, Request, RequestId, TextPart  # noqa: E402
 
@@ -260,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         model_dir = Path(args.model_dir) if args.model_dir else None
         if model_dir is None:
-            from audioeval.testing.tiny import build_tiny_model
+            from tests.support.tiny import build_tiny_model
 
             model_dir = build_tiny_model("qwen2_audio", Path(tmp) / "qwen2_audio")
         ours = AudioevalRunner(model_dir)
@@ -308,7 +309,7 @@ def summarize(
             "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
         },
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__},
-        "model": "tiny Qwen2-Audio (audioeval.testing.tiny), float32",
+        "model": "tiny Qwen2-Audio (tests.support.tiny), float32",
         "requests": len(requests),
         "audio_seconds": round(sum(r.audio_seconds for r in requests), 3),
         "clips": sum(len(r.clips) for r in requests),

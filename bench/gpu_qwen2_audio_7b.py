@@ -27,6 +27,7 @@ from unittest import mock
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT))  # tests/support/: the tiny checkpoint builders
 sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_backends import make_requests  # noqa: E402
@@ -74,7 +75,7 @@ def build(folder: Path, smoke: bool, device: str):
     import torch
     from transformers import Qwen2AudioConfig, Qwen2AudioForConditionalGeneration
 
-    from audioeval.testing.tiny import qwen2_audio_processor
+    from tests.support.tiny import qwen2_audio_processor
 
     processor = qwen2_audio_processor(chunk_seconds=30, mel_bins=128)
     config = Qwen2AudioConfig(

@@ -6,16 +6,19 @@ Each family goes to OUT_DIR/<family>/ and loads with `--model hf --model_args pr
 qwen2_audio is built so that vLLM loads it too (`--model vllm`, and a vLLM OpenAI-compatible server): the
 released weight names, head_dim 32 and the release's 30 s audio window. `--small_window` builds the variant
 the unit tests use instead (4 s window, head_dim 16; vLLM refuses it). vLLM does not load the other families'
-tiny checkpoints (see docs/models.md). See audioeval/testing/tiny.py.
+tiny checkpoints (see docs/models.md). See tests/support/tiny.py.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
-from audioeval.errors import AudioEvalError
-from audioeval.testing.tiny import SERVABLE_FAMILIES, TINY_BUILDERS, build_tiny_models
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: its tests/support/ builders
+
+from audioeval.errors import AudioEvalError  # noqa: E402
+from tests.support.tiny import SERVABLE_FAMILIES, TINY_BUILDERS, build_tiny_models  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,11 +21,12 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="audioeval-screenshot-"))
     os.environ.setdefault("AUDIOEVAL_CACHE", str(work / "cache"))
 
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: tests/support/browser.py
     from audioeval.run.conductor import RunConfig, run_evaluation
-    from audioeval.testing.browser import headless_chromium, unavailable_reason
     from audioeval.viewer.run_folder import RunFolder
     from audioeval.viewer.server import ViewerServer
     from audioeval.viewer.site import ServerLinks, Site
+    from tests.support.browser import headless_chromium, unavailable_reason
 
     if unavailable_reason():
         print(f"viewer_screenshot: {unavailable_reason()}", file=sys.stderr)

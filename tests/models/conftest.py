@@ -7,7 +7,7 @@ import pytest
 
 @pytest.fixture(scope="session")
 def tiny_models(tmp_path_factory):
-    from audioeval.testing.tiny import build_tiny_models
+    from tests.support.tiny import build_tiny_models
 
     return build_tiny_models(tmp_path_factory.mktemp("tiny_models"))
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from model_test_helpers import tone, user_request
 
-from audioeval.testing.vllm_server import VLLMServer, no_vllm_message, vllm_python
+from tests.support.vllm_server import VLLMServer, no_vllm_message, vllm_python
 
 VLLM_PYTHON = vllm_python()
 pytestmark = [
@@ -63,7 +63,7 @@ def _answer(text: str) -> str:
 
 @pytest.fixture(scope="session")
 def servable_qwen2_audio(tmp_path_factory) -> Path:
-    from audioeval.testing.tiny import build_tiny_model
+    from tests.support.tiny import build_tiny_model
 
     return build_tiny_model("qwen2_audio", tmp_path_factory.mktemp("servable") / "qwen2_audio", servable=True)
 

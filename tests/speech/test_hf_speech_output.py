@@ -21,7 +21,7 @@ TRANSCRIPT = ("--asr", "none", "--spoken_text", "transcript")
 
 @pytest.fixture(scope="module")
 def omni(tmp_path_factory):
-    from audioeval.testing.tiny_omni import build_tiny_speaking_omni
+    from tests.support.tiny_omni import build_tiny_speaking_omni
 
     return build_tiny_speaking_omni(tmp_path_factory.mktemp("tiny_speaking_omni"))
 
@@ -138,7 +138,7 @@ def test_speaker_without_audio_output_says_to_add_it(tmp_path, omni):
     ],
 )
 def test_a_checkpoint_that_cannot_speak_is_one_clear_line_naming_it(tmp_path, family, says):
-    from audioeval.testing.tiny import build_tiny_model
+    from tests.support.tiny import build_tiny_model
 
     checkpoint = build_tiny_model(family, tmp_path / family)
     err = _error(tmp_path, checkpoint, "audio_output=true")
@@ -150,7 +150,7 @@ def test_the_tiny_speaking_checkpoint_is_the_same_on_every_build(tmp_path, omni)
     memory, which made sampling fail now and then): two builds are byte-identical."""
     import hashlib
 
-    from audioeval.testing.tiny_omni import build_tiny_speaking_omni
+    from tests.support.tiny_omni import build_tiny_speaking_omni
 
     again = build_tiny_speaking_omni(tmp_path / "again")
 

@@ -15,7 +15,7 @@ pytest.importorskip("transformers")
 
 @pytest.fixture(scope="module")
 def tiny_whisper(tmp_path_factory):
-    from audioeval.testing.tiny_whisper import build_tiny_whisper
+    from tests.support.tiny_whisper import build_tiny_whisper
 
     return build_tiny_whisper(tmp_path_factory.mktemp("tiny_whisper"))
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from viewer_helpers import serve
 
-from audioeval.testing.browser import headless_chromium, unavailable_reason
 from tests.conftest import run_cli
+from tests.support.browser import headless_chromium, unavailable_reason
 
 REASON = unavailable_reason()
 pytestmark = [

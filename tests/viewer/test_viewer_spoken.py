@@ -10,10 +10,10 @@ import pytest
 from viewer_helpers import api, get, serve
 
 from audioeval.run.conductor import RunConfig, run_evaluation
-from audioeval.testing.browser import headless_chromium, unavailable_reason
 from audioeval.testing.fake_openai import FakeOpenAIServer
 from audioeval.viewer.export import export_site
 from audioeval.viewer.run_folder import RunFolder
+from tests.support.browser import headless_chromium, unavailable_reason
 
 TOY = Path(__file__).resolve().parents[1] / "fixtures" / "toy"
 

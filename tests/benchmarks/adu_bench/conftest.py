@@ -22,7 +22,7 @@ def _speech_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
 
 @pytest.fixture(scope="session")
 def tiny_lm(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from audioeval.testing.tiny_chat_lm import build_tiny_chat_lm
+    from tests.support.tiny_chat_lm import build_tiny_chat_lm
 
     return build_tiny_chat_lm(tmp_path_factory.mktemp("tiny_chat_lm"))
 

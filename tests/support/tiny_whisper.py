@@ -4,7 +4,7 @@ hundred tokens trained here (saved as Whisper's vocab.json and merges.txt, with 
 the real feature extractor (80 mel bins, 30 s window). It loads through transformers' speech-recognition
 pipeline like a released checkpoint; what it transcribes is noise, the same for the same audio.
 
-    from audioeval.testing.tiny_whisper import build_tiny_whisper
+    from tests.support.tiny_whisper import build_tiny_whisper
 """
 
 from __future__ import annotations

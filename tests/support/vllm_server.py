@@ -8,8 +8,8 @@ bounds the KV cache (`VLLM_CPU_KVCACHE_SPACE`), which vLLM-CPU otherwise sizes t
     with VLLMServer(checkpoint, served_name="tiny") as server:   # waits until GET /v1/models answers
         ... base_url=server.base_url, model=server.served_name ...
 
-    python -m audioeval.testing.vllm_server CHECKPOINT [--port 8000]   # by hand; prints the URL, Ctrl-C stops
-    python -m audioeval.testing.vllm_server CHECKPOINT --measure 200 --in_flight 1,4,16   # start, RSS, req/s
+    python -m tests.support.vllm_server CHECKPOINT [--port 8000]   # from the checkout's root; prints the URL
+    python -m tests.support.vllm_server CHECKPOINT --measure 200 --in_flight 1,4,16   # start, RSS, req/s
 """
 
 from __future__ import annotations
@@ -36,12 +36,11 @@ VENV = ".venv-vllm"
 
 
 def vllm_venv_places() -> list[Path]:
-    """Where `.venv-vllm` may be: beside the source checkout this module runs from (editable install or
-    PYTHONPATH), beside the venv of the running Python (a non-editable install in <checkout>/.venv, as
-    `scripts/bootstrap.sh` makes), and in the working directory."""
-    checkout = Path(__file__).resolve().parents[3]  # src/audioeval/testing/ -> the checkout, when it is one
-    roots = [checkout] if (checkout / "pyproject.toml").is_file() else []
-    roots += [Path(sys.prefix).parent, Path.cwd()]
+    """Where `.venv-vllm` may be: in the checkout this module belongs to (it lives in <checkout>/tests/support/),
+    beside the venv of the running Python (<checkout>/.venv, as `scripts/bootstrap.sh` makes it), and in the
+    working directory."""
+    checkout = Path(__file__).resolve().parents[2]
+    roots = [checkout, Path(sys.prefix).parent, Path.cwd()]
     return list(dict.fromkeys(root / VENV for root in roots))
 
 

@@ -6,7 +6,7 @@ speakers named as the release's (Ethan, Chelsie, Aiden). The vocoder keeps the r
 samples per code, 24 kHz), so a waveform comes out in well under a second on a CPU. The weights are random:
 the checkpoint proves the speech path (talker, vocoder, spoken answers, cache), not what is said.
 
-    from audioeval.testing.tiny_omni import build_tiny_speaking_omni
+    from tests.support.tiny_omni import build_tiny_speaking_omni
     build_tiny_speaking_omni("/tmp/omni")   # --model hf --model_args pretrained=/tmp/omni,audio_output=true
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from audioeval.errors import UsageError
-from audioeval.testing.tiny import (
+from tests.support.tiny import (
     QWEN3_OMNI_CHAT_TEMPLATE,
     QWEN3_OMNI_NAMED,
     _save_model,

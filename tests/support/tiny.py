@@ -7,7 +7,7 @@ real path (`--model hf --model_args pretrained=<dir>`), so tests and benchmarks 
 backends do with a full-size model except the numbers the weights produce.
 
     python scripts/build_tiny_models.py /tmp/tiny           # all families
-    from audioeval.testing.tiny import build_tiny_model       # one family, from tests
+    from tests.support.tiny import build_tiny_model       # one family, from tests
 """
 
 from __future__ import annotations
@@ -341,7 +341,7 @@ def qwen3_omni_thinker_config(tokenizer: Any) -> dict[str, Any]:
 
 def build_qwen3_omni(out: Path, seed: int = 0) -> Path:
     """Qwen3-Omni's thinker in the full-model layout, without the talker (text output only); the checkpoint
-    that also speaks is audioeval.testing.tiny_omni's."""
+    that also speaks is tests.support.tiny_omni's."""
     from transformers import Qwen3OmniMoeConfig, Qwen3OmniMoeForConditionalGeneration
 
     specials = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", *QWEN3_OMNI_NAMED.values())
