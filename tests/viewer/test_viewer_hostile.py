@@ -1,15 +1,20 @@
 """`audioeval view` against a hostile or careless user: paths that try to step out, links that lead out, huge
 and garbage requests, damaged or forged run files, clients that go away mid-answer, exports onto the wrong
 folder. Each ends in a 404, one clear line naming the file (and line) at fault, or a correct page; never a
-traceback in the terminal, never a file from outside the run folder."""
+traceback in the terminal, never a file from outside the run folder, never a fetch from another host (the
+server's Content-Security-Policy, carried by an export's page as a <meta>)."""
 
 from __future__ import annotations
 
 import http.client
+import http.server
 import json
 import logging
 import os
+import re
 import shutil
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +22,7 @@ from viewer_helpers import api, audio_parts, get, serve
 
 from audioeval.viewer.server import Handler, ViewerServer
 from tests.conftest import run_cli
+from tests.support.browser import headless_chromium, unavailable_reason
 
 
 def _copy(run: Path, tmp_path: Path, name: str = "run") -> Path:
@@ -410,3 +416,88 @@ def test_the_toy_run_plays_its_audio_when_its_builder_file_is_trusted(toy_runs):
     with serve(toy_runs[0], trust_builder_files=True) as server:
         parts = audio_parts(api(server, f"run/0/sample/toy_tones/{record['episode']}/{record['shots']}"))
     assert parts and all(p["status"] == "ok" for p in parts)
+
+
+# --- the static export: the server's Content-Security-Policy, in the page ------------------------------------
+
+
+class _Counting(http.server.BaseHTTPRequestHandler):
+    """A remote host as far as the page knows: counts every request it gets and answers with a 1×1 GIF."""
+
+    hits: list[str] = []
+    GIF = bytes.fromhex(
+        "47494638396101000100800000ffffff00000021f90401000000002c00000000010001000002024401003b"
+    )
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        type(self).hits.append(self.path)
+        self.send_response(200)
+        self.send_header("Content-Type", "image/gif")
+        self.send_header("Content-Length", str(len(self.GIF)))
+        self.end_headers()
+        self.wfile.write(self.GIF)
+
+
+def _run_with_remote_image(toy_runs, tmp_path: Path, url: str) -> Path:
+    run = _copy(toy_runs[0], tmp_path)
+    (run / "notes.md").write_text(f"# Notes\n\n![tracking pixel]({url}/pixel.gif)\n\nplain text\n")
+    results = json.loads((run / "results.json").read_text())
+    _edit_results(run, reports=[*(results.get("reports") or []), str(run / "notes.md")])
+    return run
+
+
+def test_an_export_carries_the_servers_policy_in_its_page(toy_runs, tmp_path):
+    from audioeval.viewer.server import META_CSP
+
+    run = _run_with_remote_image(toy_runs, tmp_path, "http://127.0.0.1:9")
+    code, _, err = run_cli(["view", str(run), "--export", str(tmp_path / "site")])
+    assert code == 0, err
+    page = (tmp_path / "site" / "index.html").read_text()
+    with serve(run) as server:
+        _, headers, _ = get(server, "/")
+    served = headers["Content-Security-Policy"]
+    # the same policy, less what only a header can say (a <meta> cannot hold frame-ancestors)
+    assert META_CSP == served.replace("; frame-ancestors 'none'", "")
+    assert (
+        f'<meta http-equiv="Content-Security-Policy" content="{META_CSP.replace(chr(39), "&#39;")}">' in page
+    )
+    assert page.index("Content-Security-Policy") < page.index("<script")  # before anything loads
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(unavailable_reason() is not None, reason=f"no headless browser: {unavailable_reason()}")
+def test_an_export_opened_from_disk_fetches_nothing_remote(toy_runs, tmp_path):
+    """A report's remote image is not fetched when the export is opened from disk; the same page without the
+    policy does fetch it (so the check can see a fetch)."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    _Counting.hits = []
+    remote = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Counting)
+    threading.Thread(target=remote.serve_forever, daemon=True).start()
+    try:
+        run = _run_with_remote_image(toy_runs, tmp_path, f"http://127.0.0.1:{remote.server_address[1]}")
+        site = tmp_path / "site"
+        code, _, err = run_cli(["view", str(run), "--export", str(site)])
+        assert code == 0, err
+        unprotected = tmp_path / "unprotected"
+        shutil.copytree(site, unprotected)
+        page = (unprotected / "index.html").read_text()
+        (unprotected / "index.html").write_text(
+            re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", page)
+        )
+        with headless_chromium() as driver:
+            driver.get((site / "index.html").as_uri() + "#/overview/0")
+            WebDriverWait(driver, 60).until(
+                lambda d: d.find_elements("css selector", ".markdown img"), "the report's image element"
+            )
+            time.sleep(2)  # time enough for a fetch to reach the remote host
+            assert _Counting.hits == [], "the export fetched a remote image"
+            driver.get((unprotected / "index.html").as_uri() + "#/overview/0")
+            WebDriverWait(driver, 60).until(lambda d: _Counting.hits, "the unprotected page's fetch")
+            assert _Counting.hits == ["/pixel.gif"]
+    finally:
+        remote.shutdown()
+        remote.server_close()

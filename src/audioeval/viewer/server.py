@@ -38,10 +38,23 @@ _CONTENT_TYPES = {
     ".txt": "text/plain; charset=utf-8",
     ".wav": "audio/wav",
 }
-_CSP = (
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; media-src 'self'; "
-    "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+# The viewer's Content-Security-Policy: nothing but its own files (a report's remote image, a script in a
+# forged record are never fetched). The server sends it as a header; a static export, opened from disk where
+# there are no headers, carries it in its page as a <meta>, which cannot hold the header-only directives.
+CSP_DIRECTIVES = (
+    "default-src 'none'",
+    "script-src 'self'",
+    "style-src 'self'",
+    "img-src 'self' data:",
+    "media-src 'self'",
+    "connect-src 'self'",
+    "base-uri 'none'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
 )
+_HEADER_ONLY = ("frame-ancestors", "report-uri", "sandbox")
+_CSP = "; ".join(CSP_DIRECTIVES)
+META_CSP = "; ".join(d for d in CSP_DIRECTIVES if not d.startswith(_HEADER_ONLY))
 _LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
 _SHA = re.compile(r"^[0-9a-f]{64}$")
 _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
@@ -56,7 +69,7 @@ def static_assets() -> dict[str, bytes]:
 def index_page(mode: str) -> bytes:
     from audioeval.viewer.overview import environment
 
-    return environment().get_template("index.html").render(mode=mode).encode("utf-8")
+    return environment().get_template("index.html").render(mode=mode, csp=META_CSP).encode("utf-8")
 
 
 class Handler(BaseHTTPRequestHandler):
