@@ -96,7 +96,6 @@ class AudioICLBench(EpisodeBuilder):
     BUILDER_CONFIG_CLASS = AudioICLConfig
     ABOUT = about.ABOUT
     BUILDER_CONFIGS = [AudioICLConfig(name=name) for name in CONFIGS]
-    DEFAULT_CONFIG_NAME = next(iter(CONFIGS))
     VERSION = datasets.Version("1.0.0")
 
     # --- settings -----------------------------------------------------------------------------------------

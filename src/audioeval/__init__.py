@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING
 
 from audioeval import deprecation as _deprecation
 from audioeval.api.exports import PUBLIC as _PUBLIC
-from audioeval.data import by_name as _by_name
 from audioeval.version import __version__
 
 if TYPE_CHECKING:  # what type checkers and editors see; at run time each name loads on first use
@@ -28,6 +27,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time each name l
     from audioeval.config.verdicts import register as register_verdict
     from audioeval.data.about import BenchmarkAbout, Corpus, Download
     from audioeval.data.builders import EpisodeBuilder, EpisodeBuilderConfig
+    from audioeval.data.by_name import load_dataset
     from audioeval.errors import AudioEvalError, ConfigError, DataError, ModelError, UsageError
     from audioeval.models.base import Model, ModelTask, StreamingModel
     from audioeval.models.registry import Backend
@@ -52,6 +52,7 @@ __all__ = [  # the same names as api/exports.py PUBLIC (a test keeps them equal)
     "__version__",
     "evaluate",
     "EvaluationResult",
+    "load_dataset",
     "Model",
     "StreamingModel",
     "ModelTask",
@@ -100,5 +101,3 @@ def __dir__() -> list[str]:
 
 
 _deprecation.install()  # the import paths of release 0.1, for one more release
-# `datasets.load_dataset("<benchmark>", ...)` by name: wired up when `datasets` is imported (nothing heavy here)
-_by_name.install()

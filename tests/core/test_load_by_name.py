@@ -1,6 +1,8 @@
-"""`datasets.load_dataset("<benchmark>", config)` by name after `import audioeval`, in a fresh interpreter with
-the Hub unreachable (offline mode, and a refused network without offline mode), in a folder without data files;
-the rows equal `audioeval build` output for the same arguments."""
+"""`audioeval.load_dataset("<benchmark>", config)` by name, in a fresh interpreter with the Hub unreachable
+(offline mode, and a refused network without offline mode), in a folder without data files; the rows equal
+`audioeval build` output for the same arguments. `import audioeval` leaves `datasets` as it is (no private
+patching), so `datasets.load_dataset` reads built folders and the Hub with `datasets` alone; a missing config
+name is refused with the list of configs either way."""
 
 from __future__ import annotations
 
@@ -29,7 +31,6 @@ if mode == "refused":  # no offline switch, but every connection attempt fails
     socket.create_connection = refuse
 import audioeval
 light = not any(m in sys.modules for m in ("datasets", "torch", "numpy"))
-import datasets
 
 def digest(rows):
     def default(value):
@@ -37,8 +38,8 @@ def digest(rows):
     return hashlib.sha256(json.dumps(rows, default=default, sort_keys=True).encode()).hexdigest()
 
 out = {"light_import": light}
-ds = datasets.load_dataset("audioicl_bench", "audio_count", split="test", n_episodes=2, seed=5, max_shots=2,
-                           osps_dir=osps, cache_dir=cache)
+ds = audioeval.load_dataset("audioicl_bench", "audio_count", split="test", n_episodes=2, seed=5, max_shots=2,
+                            osps_dir=osps, cache_dir=cache)
 out["audioicl"] = digest(ds.data.table.to_pylist())
 out["audioicl_source"] = json.loads(ds[0]["metadata"])["sound"]["source"]
 if mode == "offline":
@@ -49,15 +50,18 @@ if mode == "offline":
         made.append(index)
         return original(self, index)
     cls.episode = counting
-    stream = datasets.load_dataset("audioicl_bench", "morse_letter", split="test", n_episodes=500, streaming=True)
+    stream = audioeval.load_dataset("audioicl_bench", "morse_letter", split="test", n_episodes=500, streaming=True)
     first = next(iter(stream))
     out["stream"] = {"type": type(stream).__name__, "first": first["id"], "made": made}
-    alice_ds = datasets.load_dataset("alice", "ser_ceq", split="test", data_dir=alice, max_shots=2,
-                                     check_audio=False, cache_dir=cache)
+    alice_ds = audioeval.load_dataset("alice", "ser_ceq", split="test", data_dir=alice, max_shots=2,
+                                      check_audio=False, cache_dir=cache)
     out["alice"] = digest(alice_ds.data.table.to_pylist())
-    adu = datasets.load_dataset("adu_bench", "general", split="test", n_episodes=1, cache_dir=cache)
+    adu = audioeval.load_dataset("adu_bench", "general", split="test", n_episodes=1, cache_dir=cache)
     out["adu"] = digest(adu.data.table.to_pylist())
-    out["configs"] = datasets.get_dataset_config_names("adu_bench")
+    try:
+        audioeval.load_dataset("adu_bench")
+    except audioeval.errors.UsageError as err:
+        out["no_config"] = str(err)
 print("RESULT " + json.dumps(out))
 """
 
@@ -155,7 +159,10 @@ def test_load_by_name_offline_equals_audioeval_build(sources, tmp_path):
         == 0
     )
     assert result["adu"] == _built(adu_built, "general")
-    assert result["configs"] == ["general", "skill", "multilingual", "ambiguity"]
+    assert result["no_config"] == (
+        "adu_bench: a config name is missing; pick one of the available configs: general, skill, multilingual, "
+        "ambiguity (e.g. audioeval.load_dataset('adu_bench', 'general'))."
+    )
 
 
 @pytest.mark.slow
@@ -165,66 +172,60 @@ def test_load_by_name_with_the_network_refused_and_no_offline_switch(sources, tm
     assert result["audioicl"] == _audio_count_build(osps, tmp_path)
 
 
-def test_a_folder_named_like_a_benchmark_keeps_its_meaning(tmp_path, monkeypatch):
-    """Only a bare benchmark name is answered by audioeval; a folder the user built under that name is read as
-    the folder, as it was before audioeval was imported."""
+def test_import_audioeval_leaves_datasets_as_it_is_and_a_built_folder_loads_with_datasets(
+    tmp_path, monkeypatch
+):
+    """No private patching: after `import audioeval`, `datasets` resolves names as it always does, so a folder
+    built under a benchmark's name is read as the folder; a bare name without a folder is not answered by
+    audioeval (it goes to the Hub: `audioeval.load_dataset` is the way to load by name)."""
     import datasets
+    from datasets import load
 
-    import audioeval  # noqa: F401 - wires the names up
+    import audioeval  # noqa: F401 - what must leave datasets alone
 
-    folder = tmp_path / "audioicl_bench"
+    assert not hasattr(load.dataset_module_factory, "__wrapped__")
+    ours = [f for f in sys.meta_path if type(f).__module__.startswith("audioeval")]
+    assert all(f.find_spec("datasets.load", None) is None for f in ours)  # nothing of audioeval's takes it
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(Exception, match="audioicl_bench"):  # offline: no Hub to ask, and no folder
+        datasets.load_dataset("audioicl_bench", "morse_letter", split="test")
     code, _, err = run_cli(
-        [
-            "build",
-            "audioicl_bench",
-            "--output_dir",
-            str(folder),
-            "--configs",
-            "morse_letter",
-            "--n_episodes",
-            "2",
-        ]
+        ["build", "audioicl_bench", "--configs", "morse_letter,audio_count", "--n_episodes", "2"]
     )
     assert code == 0, err
-    monkeypatch.chdir(tmp_path)
     ds = datasets.load_dataset("audioicl_bench", "morse_letter", split="test", cache_dir=str(tmp_path / "c"))
     assert len(ds) == 2  # the folder's two rows, not the builder's default 300
 
 
-def test_the_pinned_datasets_range_holds_the_installed_version():
-    """The by-name hook uses `datasets` internals: pyproject pins the versions it was tested on."""
-    import re
-
+def test_a_missing_config_name_is_refused_with_the_list_by_name_and_from_a_built_folder(
+    tmp_path, monkeypatch
+):
+    """One rule for both ways: a benchmark has several configs, so the config must be named."""
     import datasets
-    from packaging.specifiers import SpecifierSet
 
-    text = (ROOT / "pyproject.toml").read_text()
-    spec = re.search(r'"datasets([^"]*)"', text).group(1)
-    assert "<" in spec, "the datasets requirement must have an upper bound"
-    assert datasets.__version__ in SpecifierSet(spec)
-    from datasets import load
+    import audioeval
+    from audioeval.errors import UsageError
 
-    assert getattr(load.dataset_module_factory, "_audioeval_by_name", False)
-
-
-def test_the_by_name_hook_was_tested_on_every_release_of_the_pinned_range():
-    """by_name.py patches `datasets.load.dataset_module_factory`: the installed release must be one it lists as
-    tested, every listed release must lie in the pin, and the function it wraps must still take the dataset's
-    name (or path) first, which is all the wrapper reads."""
-    import inspect
-    import re
-
-    import datasets
-    from datasets import load
-    from packaging.specifiers import SpecifierSet
-
-    from audioeval.data.by_name import TESTED_DATASETS
-
-    spec = SpecifierSet(re.search(r'"datasets([^"]*)"', (ROOT / "pyproject.toml").read_text()).group(1))
-    assert datasets.__version__ in TESTED_DATASETS, (
-        f"datasets {datasets.__version__} is not among the releases by_name.py was tested on {TESTED_DATASETS}"
+    with pytest.raises(
+        UsageError, match="a config name is missing; pick one of the available configs: audio_count, "
+    ):
+        audioeval.load_dataset("audioicl_bench", n_episodes=1)
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_cli(
+        ["build", "audioicl_bench", "--configs", "morse_letter,audio_count", "--n_episodes", "1"]
     )
-    assert all(version in spec for version in TESTED_DATASETS)
-    original = inspect.unwrap(load.dataset_module_factory)
-    assert original is not load.dataset_module_factory  # the hook is installed, and wraps the original
-    assert next(iter(inspect.signature(original).parameters)) == "path"
+    assert code == 0, err
+    with pytest.raises(ValueError, match=r"(?s)Config name is missing.*morse_letter"):
+        datasets.load_dataset("audioicl_bench", cache_dir=str(tmp_path / "c"))
+
+
+def test_the_datasets_requirement_holds_the_installed_release_and_has_no_upper_bound():
+    """audioeval uses `datasets`' public API only, so no upper bound is set; the lower bound is the oldest
+    release the tests ran on."""
+    import re
+
+    import datasets
+    from packaging.specifiers import SpecifierSet
+
+    spec = re.search(r'"datasets([^"]*)"', (ROOT / "pyproject.toml").read_text()).group(1)
+    assert "<" not in spec and datasets.__version__ in SpecifierSet(spec)

@@ -12,6 +12,8 @@ PUBLIC: dict[str, str] = {
     # running evaluations
     "evaluate": "audioeval.api.evaluate:evaluate",
     "EvaluationResult": "audioeval.api.result:EvaluationResult",
+    # a benchmark's episodes as a Hugging Face dataset, by name (datasets' own load_dataset reads built folders)
+    "load_dataset": "audioeval.data.by_name:load_dataset",
     # the model contract: what a backend is and what it is handed
     "Model": "audioeval.models.base:Model",
     "StreamingModel": "audioeval.models.base:StreamingModel",
