@@ -10,6 +10,7 @@ import errno
 import logging
 import os
 import shlex
+import shutil
 import sys
 import traceback
 from pathlib import Path
@@ -188,6 +189,12 @@ def _say_outcome(result: EvaluationResult, full_table: bool = False) -> None:
     if result.run_dir is not None:
         print(_where_results_went(result.run_dir, record.reports or [], full_table))
     sys.stdout.flush()
+    if result.run_dir is None:
+        log.info(
+            "no --output_path given: nothing was written (no results.json, summary, reports or samples); the "
+            "table above is all this run keeps. Run the same command with --output_path results (and "
+            "--log_samples for every sample) to keep them; with the response cache no answer is asked again."
+        )
     if result.resume_note:
         log.info(result.resume_note)
     for warning in record.warnings:
@@ -212,9 +219,26 @@ def _where_results_went(run_dir: Path, reports: list[str], full_table: bool) -> 
     lines += [f"report: {path}" for path in reports]
     if any(run_dir.glob("samples_*.jsonl")):
         lines.append(
-            f"\nlisten to the samples and browse the results: audioeval view {shlex.quote(str(run_dir))}"
+            f"\nlisten to the samples and browse the results: {_own_command()} view {shlex.quote(str(run_dir))}"
         )
     return "\n".join(lines)
+
+
+def _own_command() -> str:
+    """`audioeval` as a fresh shell can run it: the bare name when it is on PATH and is this installation's,
+    else the path of this interpreter's `audioeval` script (`.venv/bin/audioeval` when the venv is not
+    activated), else `<python> -m audioeval`."""
+    script = Path(sys.executable).parent / "audioeval"
+    on_path = shutil.which("audioeval")
+    if not script.is_file():
+        return f"{shlex.quote(sys.executable)} -m audioeval"
+    if on_path is not None and Path(on_path).resolve() == script.resolve():
+        return "audioeval"
+    try:
+        shown = script.absolute().relative_to(Path.cwd())  # as the run folder is shown: from here
+    except ValueError:
+        shown = script.absolute()
+    return shlex.quote(str(shown))
 
 
 def _is_unwritable(err: OSError) -> bool:

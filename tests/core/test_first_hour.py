@@ -1,10 +1,14 @@
-"""A new user's first hour (issue 24): names are checked first and fast, the no --model notice only follows
-a run that passed its checks, `--model list` names every backend, the flags a newcomer reads about exist
-with help, and a run with samples ends with the command that opens it."""
+"""A new user's first hour: names are checked first and fast, the no --model notice only follows a run that
+passed its checks, `--model list` names every backend, the flags a newcomer reads about exist with help, a run
+with samples ends with the command that opens it (runnable as printed, in a shell where the venv is not
+activated), a run that writes nothing says so, and `--verbosity DEBUG` shows tracebacks however it is
+spelt."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
 
 import pytest
 
@@ -87,16 +91,59 @@ def test_the_readme_flag_table_lists_the_newcomers_flags():
 
 
 @pytest.mark.slow
-def test_a_run_with_samples_ends_with_the_command_that_opens_it(toy_dir, tmp_path):
+def test_a_run_with_samples_ends_with_the_command_that_opens_it(toy_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")  # a shell where the venv is not activated
     code, out, _ = run_cli(
         ["--tasks", "toy_tones", "--include_path", str(toy_dir), "--no_cache", "--limit", "1", "--no_progress",
          "--model", "chance", "--output_path", str(tmp_path), "--log_samples"]
     )  # fmt: skip
     assert code == 0
     (run_dir,) = [p for p in tmp_path.glob("*/*") if p.is_dir()]
-    assert out.strip().splitlines()[-1].endswith(f"audioeval view {run_dir}")
+    last = out.strip().splitlines()[-1]
+    assert last.startswith("listen to the samples and browse the results: ") and last.endswith(
+        f" view {run_dir}"
+    )
+    printed = last.split(": ", 1)[1]
+    assert not printed.startswith("audioeval ")  # not on this PATH: the interpreter's own script, by its path
+    # as printed, in a fresh shell with that PATH (exporting instead of serving, so that it returns)
+    fresh = subprocess.run(
+        ["bash", "-c", f"{printed} --export {tmp_path / 'site'}"],
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), **_pythonpath()},
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert fresh.returncode == 0, fresh.stderr
+    assert (tmp_path / "site" / "index.html").is_file()
     code, out, _ = run_cli(
         ["--tasks", "toy_tones", "--include_path", str(toy_dir), "--no_cache", "--limit", "1", "--no_progress",
          "--model", "chance", "--output_path", str(tmp_path / "nolog")]
     )  # fmt: skip
     assert code == 0 and "audioeval view" not in out
+
+
+def _pythonpath() -> dict[str, str]:
+    """The test run's PYTHONPATH (the checkout's sources), so the fresh shell runs the same code."""
+    return {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}
+
+
+def test_a_run_without_output_path_says_that_nothing_is_written(toy_dir, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli(
+        ["--tasks", "toy_tones", "--include_path", str(toy_dir), "--no_cache", "--limit", "1", "--no_progress",
+         "--model", "chance"]
+    )  # fmt: skip
+    assert code == 0 and "| toy_tones |" in out
+    assert "no --output_path given: nothing was written (no results.json, summary, reports or samples)" in err
+    assert "Run the same command with --output_path results (and --log_samples for every sample)" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "spelling", [["--verbosity", "DEBUG"], ["--verbosity=DEBUG"], ["--verb", "DEBUG"], ["--verbosity=INFO"]]
+)
+def test_verbosity_debug_shows_the_traceback_however_it_is_spelt(toy_dir, spelling):
+    code, _, err = run_cli(
+        ["--tasks", "toy_tonez", "--include_path", str(toy_dir), "--no_cache", "--no_progress",
+         "--model", "chance", *spelling]
+    )  # fmt: skip
+    assert code == 2 and "error:" in err and "toy_tonez" in err
+    assert ("Traceback" in err) == ("DEBUG" in spelling or "--verbosity=DEBUG" in spelling)
