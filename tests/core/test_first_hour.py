@@ -14,9 +14,10 @@ import pytest
 
 from audioeval.cli import run_parser
 from audioeval.models.registry import backends
-from tests.conftest import run_cli
+from tests.conftest import TOY, run_cli
 
 NOTICE = "no --model given"
+TOY_BUILDER = TOY / "toy_tones.py"
 
 
 def test_a_misspelt_task_is_reported_before_the_run_loads_anything(toy_dir, monkeypatch):
@@ -147,3 +148,21 @@ def test_verbosity_debug_shows_the_traceback_however_it_is_spelt(toy_dir, spelli
     )  # fmt: skip
     assert code == 2 and "error:" in err and "toy_tonez" in err
     assert ("Traceback" in err) == ("DEBUG" in spelling or "--verbosity=DEBUG" in spelling)
+
+
+def test_build_states_its_size_and_time_up_front_and_its_bars_have_totals(tmp_path):
+    """The estimate comes from a few rows made and compressed as the build makes them: it is close to what
+    is written (the toy's clips all take the same room)."""
+    out = tmp_path / "built"
+    code, printed, err = run_cli(["build", str(TOY_BUILDER), "--n_episodes", "40", "--output_dir", str(out)])
+    assert code == 0, err
+    found = re.search(
+        r"building toy_tones: 1 config\(s\), 40 rows; estimated ([\d.]+) (kB|MB) and \d+ s", err
+    )
+    assert found, err
+    assert err.index("building toy_tones") < err.index("tones/test:")  # before the first bar
+    assert "tones/test: 100%" in err and "40/40" in err  # the bar knows its total
+    estimated = float(found.group(1)) * {"kB": 1e3, "MB": 1e6}[found.group(2)]
+    written = sum(p.stat().st_size for p in out.rglob("*.parquet"))
+    assert 0.7 < estimated / written < 1.3, (estimated, written)
+    assert re.search(r"wrote 40 rows in 1 config\(s\) \([\d.]+ (kB|MB)\) to ", printed)

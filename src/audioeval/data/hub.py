@@ -165,7 +165,8 @@ def _write_config(builder: Any, out_dir: Path) -> ConfigStats:
         split = str(split_gen.name)
         writer = _ShardWriter(out_dir, split, features.arrow_schema)
         examples = builder._generate_examples(**split_gen.gen_kwargs)
-        for _key, row in tqdm(examples, desc=f"{builder.config.name}/{split}", unit="row"):
+        total = int(builder.num_episodes())
+        for _key, row in tqdm(examples, total=total, desc=f"{builder.config.name}/{split}", unit="row"):
             writer.add(features.encode_example(row))
             rows += 1
         download_size += writer.finish()
@@ -205,13 +206,83 @@ def cmd_build(argv: list[str]) -> int:
     generation["builder_version"] = str(cls.VERSION)
     if plan is not None:  # degraded copies: which conditions the <config>@<condition> configs hold
         generation["augment"] = plan.record()
+    _say_estimate(args.benchmark, builders, destination)
     stats = _write_folder(args, cls, builders, generation, destination)
+    written = sum(s.download_size or 0 for s in stats.values())
     print(
-        f"wrote {sum(s.num_examples for s in stats.values())} rows in {len(stats)} config(s) to {destination} "
-        f"in {time.perf_counter() - started:.1f}s"
+        f"wrote {sum(s.num_examples for s in stats.values())} rows in {len(stats)} config(s) "
+        f"({_size(written)}) to {destination} in {time.perf_counter() - started:.1f}s"
     )
     print(_loading_hint(destination, next(iter(stats))))
     return 0
+
+
+SAMPLE_ROWS = 4  # rows of each config made up front to estimate the build (the first also warms up)
+
+
+def _say_estimate(benchmark: str, builders: dict[str, Any], destination: Path) -> None:
+    """Before any writing: how many rows, about how many bytes and how long, from a few rows of each config
+    made and encoded as the build makes them (episodes are pure, so the build makes the same ones again), and
+    a warning when the destination's file system has less room than that."""
+    rows = 0
+    size = seconds = 0.0
+    for builder in builders.values():
+        n, per_row_bytes, per_row_s = _sample(builder)
+        rows += n
+        size += n * per_row_bytes
+        seconds += n * per_row_s
+    name = Path(benchmark).stem
+    log.info(
+        "building %s: %d config(s), %d rows; estimated %s and %s (from the first %d rows of each config)",
+        name, len(builders), rows, _size(size), _duration(seconds), SAMPLE_ROWS,
+    )  # fmt: skip
+    free = shutil.disk_usage(destination.parent if destination.parent.exists() else Path.cwd()).free
+    if size > free:
+        log.warning(
+            "only %s free on the file system of %s, and this build needs about %s: free space or choose "
+            "another --output_dir.",
+            _size(free), destination.parent, _size(size),
+        )  # fmt: skip
+
+
+def _sample(builder: Any) -> tuple[int, float, float]:
+    """(rows the config writes, parquet bytes per row, seconds per row) from its first rows, made, encoded and
+    compressed as the build does it."""
+    features = builder.info.features
+    total = int(builder.num_episodes())
+    encoded: list[dict[str, Any]] = []
+    times: list[float] = []
+    clock = time.perf_counter()
+    for split_gen in builder._split_generators(None):
+        for _key, row in builder._generate_examples(**split_gen.gen_kwargs):
+            encoded.append(features.encode_example(row))
+            now = time.perf_counter()
+            times.append(now - clock)
+            clock = now
+            if len(encoded) >= min(SAMPLE_ROWS, total):
+                break
+        break
+    if not encoded:
+        return total, 0.0, 0.0
+    sink = pa.BufferOutputStream()
+    pq.write_table(pa.Table.from_pylist(encoded, schema=features.arrow_schema), sink)
+    timed = times[1:] or times  # the first row pays for imports and loaded sources
+    return total, sink.tell() / len(encoded), sum(timed) / len(timed)
+
+
+def _size(n: float) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{int(n)} bytes"
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{max(seconds, 1):.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 def _loading_hint(destination: Path, config: str) -> str:
