@@ -1,4 +1,4 @@
-"""The core data types that flow through the harness (see DESIGN.md, "The flow").
+"""The core data types that flow through the harness (docs/architecture.md: the flow at its top, "Layers").
 
 builder episode ──▶ Conversation (Messages of TextPart / AudioPart) ──▶ Request ──▶ model ──▶ Response
 """
