@@ -42,6 +42,11 @@ def test_wheel_carries_resources_and_runs_from_any_directory(tmp_path):
         for p in (viewer / d).iterdir()
     }
     assert assets and assets <= set(names)  # the viewer's page, script and styles travel in the wheel
+    # audioeval.testing ships the stand-in servers only; the suite's helpers stay in the checkout
+    testing = {Path(n).stem for n in names if n.startswith("audioeval/testing/")}
+    assert {"fake_openai", "fake_realtime"} <= testing
+    assert not [t for t in testing if t.startswith(("tiny", "browser", "vllm"))], testing
+    assert any(n.endswith((".dist-info/licenses/LICENSE", ".dist-info/LICENSE")) for n in names)
 
     target = tmp_path / "site"
     subprocess.run(
