@@ -90,7 +90,8 @@ def test_audio_answers_byte_ranges(toy_runs):
 def test_pages_and_data(toy_runs):
     with serve(*toy_runs) as server:
         status, headers, body = get(server, "/")
-        assert status == 200 and b'src="static/app.js"' in body and b"http" not in body.split(b"<body")[0]
+        head = body.split(b"<body")[0]
+        assert status == 200 and b'src="static/app.js"' in body and b"://" not in head  # nothing remote
         runs = api(server, "runs")
         assert [r["model"] for r in runs] == ["chance", "demo-majority"]
         samples = api(server, "run/1/samples")
@@ -192,7 +193,7 @@ def test_the_command_serves_until_stopped(toy_runs, capsys, monkeypatch):
     server.httpd.shutdown()
     thread.join(30)
     assert not thread.is_alive()
-    assert f"1 run(s) at http://127.0.0.1:{server.port}/" in capsys.readouterr().out
+    assert f"audioeval view: 1 run at http://127.0.0.1:{server.port}/" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("host", ["localhost", "127.0.0.1"])
@@ -216,3 +217,19 @@ def test_overview_shows_reports_failures_settings_timing_and_versions(adu_run):
     assert "Judge failures" in html and "judge-x (holistic)" in html
     assert "Run settings" in html and "Timing" in html and "Versions" in html
     assert results["versions"]["torch"] in html
+
+
+def test_run_settings_show_the_parameters_every_task_shares_once(audioicl_runs):
+    """Nine AudioICL-Bench tasks share a dozen builder parameters: listed once above the table, and each row
+    keeps only what is its own."""
+    configs = json.loads((Path(audioicl_runs[0]) / "results.json").read_text())["configs"]
+    params = [(c["config"].get("parameters") or {}) for c in configs.values()]
+    assert len(params) >= 2
+    shared = {k: v for k, v in params[0].items() if all(p.get(k) == v for p in params[1:])}
+    assert shared, "the tasks share no parameter: nothing to check"
+    with serve(audioicl_runs[0]) as server:
+        html = api(server, "run/0/overview")["html"]
+    settings = html.split("<h2>Run settings</h2>", 1)[1].split("</section>", 1)[0]
+    assert "parameters of every task" in settings and "other parameters" in settings
+    for key, value in shared.items():
+        assert settings.count(f"{key}={value}") == 1, key

@@ -91,7 +91,8 @@ def cmd_view(argv: list[str]) -> int:
     server = ViewerServer(Site(runs, ServerLinks(), args.trust_builder_files), args.host, args.port)
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         log.warning("serving on %s: anyone who can reach this address can read these runs.", args.host)
-    print(f"audioeval view: {len(runs)} run(s) at {server.url}  (Ctrl-C to stop)", flush=True)
+    runs_served = f"{len(runs)} run" if len(runs) == 1 else f"{len(runs)} runs"
+    print(f"audioeval view: {runs_served} at {server.url}  (Ctrl-C to stop)", flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -175,11 +175,13 @@ def failures(run: RunFolder) -> dict[str, Any]:
     }
 
 
-def settings(run: RunFolder) -> list[dict[str, Any]]:
-    out = []
+def settings(run: RunFolder) -> dict[str, Any]:
+    """Each task's settings, and the builder parameters and generation settings every task shares (with two
+    tasks or more), shown once above the table instead of on every row."""
+    tasks = []
     for task, block in run.configs.items():
         config = block.config
-        out.append(
+        tasks.append(
             {
                 "task": task,
                 "version": block.version,
@@ -188,12 +190,24 @@ def settings(run: RunFolder) -> list[dict[str, Any]]:
                 "n_episodes": block.n_episodes,
                 "builder": config.get("builder"),
                 "builder_config": config.get("builder_config"),
-                "parameters": config.get("parameters") or {},
-                "generation_kwargs": config.get("generation_kwargs") or {},
+                "parameters": dict(config.get("parameters") or {}),
+                "generation_kwargs": dict(config.get("generation_kwargs") or {}),
                 "templates": sorted((config.get("template_texts") or {}).keys()),
             }
         )
-    return out
+    shared = {field: _shared(tasks, field) for field in ("parameters", "generation_kwargs")}
+    for row in tasks:
+        for field, common in shared.items():
+            row[field] = {k: v for k, v in row[field].items() if k not in common}
+    return {"tasks": tasks, "shared": shared}
+
+
+def _shared(tasks: list[dict[str, Any]], field: str) -> dict[str, Any]:
+    """The key=value pairs of `field` that every task has, the same; none with fewer than two tasks."""
+    if len(tasks) < 2:
+        return {}
+    first, *others = [t[field] for t in tasks]
+    return {k: v for k, v in first.items() if all(k in o and o[k] == v for o in others)}
 
 
 def version_notes(run: RunFolder) -> list[str]:

@@ -346,8 +346,9 @@
   function audioSummary(detail) {
     const a = detail.audio;
     if (!a.clips) return null;
-    if (a.playable === a.clips) return h("div", { class: "audio-ok" }, `All ${a.clips} clips rebuilt from the run's task config and verified against the logged sha256.`);
-    return h("div", { class: "notice warn audio-bad" }, `${a.clips - a.playable} of ${a.clips} clips cannot be played: ` +
+    const clips = a.clips === 1 ? "clip" : "clips";
+    if (a.playable === a.clips) return h("div", { class: "audio-ok" }, (a.clips === 1 ? "The clip was" : `All ${a.clips} clips were`) + " rebuilt from the run's task config and verified against the logged sha256.");
+    return h("div", { class: "notice warn audio-bad" }, `${a.clips - a.playable} of ${a.clips} ${clips} cannot be played: ` +
       (a.problem || "cannot be regenerated (sha256 differs): the builder now produces other audio than this run logged (another audioeval version or a changed builder)."));
   }
 
