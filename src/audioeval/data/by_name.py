@@ -1,7 +1,7 @@
 """`audioeval.load_dataset("<benchmark>", "<config>", ...)`: a benchmark by name, offline, with no folder.
 
     import audioeval
-    ds = audioeval.load_dataset("audioicl_bench", "audio_count", split="test", n_episodes=50, seed=1)
+    ds = audioeval.load_dataset("<benchmark>", "<config>", split="test", n_episodes=50, seed=1)
 
 The builder class is instantiated directly, which `datasets` supports for any `DatasetBuilder` (`datasets` >= 4
 runs no loading scripts, and has no public registry that would let `datasets.load_dataset("<benchmark>")`
@@ -39,7 +39,7 @@ def load_dataset(
 ) -> Any:
     """A benchmark's episodes as a `datasets.Dataset` (a `DatasetDict` without `split`), or an
     `IterableDataset` (`IterableDatasetDict`) with `streaming=True`. `benchmark` is one of the shipped builders
-    (`alice`, `audioicl_bench`, `adu_bench`) or a builder `.py` file; `name` its config; the other keyword
+    (the folders of datasets_builders/) or a builder `.py` file; `name` its config; the other keyword
     arguments are the builder's (`n_episodes`, `seed`, `max_shots`, source folders such as `data_dir`)."""
     from audioeval.data.builders import builder_config_names, load_builder_class
 
