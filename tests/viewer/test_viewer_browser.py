@@ -180,6 +180,9 @@ def test_open_filter_listen_and_compare_runs_of_all_three_benchmarks(
         assert any(n.startswith("audioicl_audio_length") for n in names)
         length_chart = charts[[n.startswith("audioicl_audio_length") for n in names].index(True)]
         assert len(length_chart.find_elements("css selector", "g.series")) == 2  # one line per run
+        # accuracy is a proportion: drawn in %, 0 to 100, as every table shows it
+        assert length_chart.find_element("css selector", "figcaption").text.endswith("accuracy (%)")
+        assert "100" in [t.text for t in length_chart.find_elements("css selector", "text.tick")]
         assert_clips_play(driver)
         driver.save_screenshot(str(tmp_path / "compare.png"))
         problems = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]

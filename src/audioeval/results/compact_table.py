@@ -1,23 +1,22 @@
 """The table a run prints by default: one row per group, then per task, with its main metric (the first its
-results list) at every k as `value [95% CI]`, and the samples scored. Failure rates (`*failure_rate`) get
-a row of their own only where one is not zero, failed requests a note under the table. The full table (every
-metric, stderr, errors) is summary.md in the run folder, and what `--full_table` prints."""
+results list) at every k as `value [95% CI]`, and the samples scored; proportions in % (results/units.py).
+Failure rates (`*failure_rate`) get a row of their own only where one is not zero, failed requests a note
+under the table. The full table (every metric, stderr, errors) is summary.md in the run folder, and what
+`--full_table` prints."""
 
 from __future__ import annotations
 
 from audioeval.results.blocks import MetricStats, PerK, ShotBlock, shot_count
+from audioeval.results.units import PERCENT_NOTE, is_proportion, score_values, show
 
 
-def _number(value: float | None) -> str:
-    return "—" if value is None else f"{value:.3f}"
-
-
-def _cell(block: ShotBlock | None, metric: str) -> str:
+def _cell(block: ShotBlock | None, metric: str, proportion: bool) -> str:
     stats: MetricStats | None = block.get(metric) if block else None
     if stats is None:
         return ""
-    ci = f" [{_number(stats.ci95[0])}, {_number(stats.ci95[1])}]" if stats.ci95 is not None else ""
-    return _number(stats.value) + ci
+    ci = stats.ci95
+    bounds = f" [{show(ci[0], proportion, False)}, {show(ci[1], proportion, False)}]" if ci is not None else ""
+    return show(stats.value, proportion) + bounds
 
 
 def _shots(sections: list[PerK]) -> list[str]:
@@ -46,7 +45,8 @@ def compact_table(results: dict[str, PerK], groups: dict[str, PerK]) -> str:
         for metric in ([main] if main else []) + failures:
             counts = sorted({b.scored(metric) for b in blocks if metric in b.metrics})
             n = str(counts[0]) if len(counts) == 1 else f"{counts[0]}–{counts[-1]}" if counts else "0"
-            cells = [_cell(per_k.get(k), metric) for k in shots]
+            proportion = is_proportion(score_values(blocks, metric))
+            cells = [_cell(per_k.get(k), metric, proportion) for k in shots]
             lines.append("| " + " | ".join([name, metric, *cells, n]) + " |")
         if not main:
             lines.append("| " + " | ".join([name, "—", *("" for _ in shots), "0"]) + " |")
@@ -54,7 +54,7 @@ def compact_table(results: dict[str, PerK], groups: dict[str, PerK]) -> str:
         if errors and not name.startswith("group: "):
             failed.append(f"{name}: {errors}")
     lines.append("")
-    lines.append("each cell: value [95% CI] at k shots; n: samples scored per k")
+    lines.append(f"each cell: value [95% CI] at k shots ({PERCENT_NOTE}); n: samples scored per k")
     if failed:
         lines.append("failed requests (not scored): " + ", ".join(failed))
     return "\n".join(lines)

@@ -15,6 +15,7 @@ from audioeval.errors import UsageError
 from audioeval.redact import redact, redact_message, redact_text
 from audioeval.results.blocks import PerK
 from audioeval.results.sample_record import SampleRecord
+from audioeval.results.units import PERCENT_NOTE, is_proportion, score_values, show
 
 # Present while a run is in progress and left behind by a run that did not finish (killed, interrupted, failed):
 # such a folder's results.json is missing or stale, and samples_*.rank*.partial.jsonl hold what was logged.
@@ -204,29 +205,29 @@ def library_versions() -> dict[str, str | None]:
     return versions
 
 
-def _fmt(value: float | None, digits: int = 4) -> str:
-    return "—" if value is None else f"{value:.{digits}f}"
-
-
-def _fmt_ci(ci: tuple[float, float] | None) -> str:
-    return "—" if ci is None else f"[{_fmt(ci[0])}, {_fmt(ci[1])}]"
+def _fmt_ci(ci: tuple[float, float] | None, proportion: bool) -> str:
+    return "—" if ci is None else f"[{show(ci[0], proportion, False)}, {show(ci[1], proportion, False)}]"
 
 
 def markdown_table(results: dict[str, PerK], groups: dict[str, PerK]) -> str:
     """One row per task, k and metric: value, stderr, CI ("—" where none was measured), the samples scored and
-    the samples whose request failed. A k where nothing could be scored still gets a row, with its errors."""
+    the samples whose request failed; proportions in % (results/units.py). A k where nothing could be scored
+    still gets a row, with its errors."""
     lines = [
         "| task | k | metric | value | ± stderr | 95% CI | n | errors |",
         "|---|---|---|---|---|---|---|---|",
     ]
 
     def rows(name: str, per_k: PerK, label: str) -> None:
+        metrics = {m for block in per_k.values() for m in block.metrics}
+        proportions = {m: is_proportion(score_values(per_k.values(), m)) for m in metrics}
         for shot_key, block in per_k.items():
             k = shot_key.split("-")[0]
             for metric, s in block.metrics.items():
+                p = proportions[metric]
                 lines.append(
-                    f"| {label}{name} | {k} | {metric} | {_fmt(s.value)} | {_fmt(s.stderr)} | "
-                    f"{_fmt_ci(s.ci95)} | {block.scored(metric)} | {block.errors} |"
+                    f"| {label}{name} | {k} | {metric} | {show(s.value, p)} | {show(s.stderr, p, False)} | "
+                    f"{_fmt_ci(s.ci95, p)} | {block.scored(metric)} | {block.errors} |"
                 )
             if not block.metrics:
                 lines.append(f"| {label}{name} | {k} | — | — | — | — | 0 | {block.errors} |")
@@ -235,4 +236,5 @@ def markdown_table(results: dict[str, PerK], groups: dict[str, PerK]) -> str:
         rows(task, per_k, "")
     for group, per_k in groups.items():
         rows(group, per_k, "group: ")
+    lines += ["", f"Values: {PERCENT_NOTE}; other scores in their own units. results.json keeps fractions."]
     return "\n".join(lines)

@@ -18,6 +18,7 @@ from audioeval.results.blocks import PerK, ShotBlock, shot_key
 from audioeval.results.score_rows import ScoreRow, score_arrays, score_names
 from audioeval.results.scoring import HARNESS_SCORES
 from audioeval.results.stats import Aggregation, percentile_ci
+from audioeval.results.units import PERCENT_NOTE, is_proportion, show
 from audioeval.seeds import stable_seed
 
 
@@ -117,27 +118,37 @@ def _swept_level(condition: Any) -> float | None:
 
 
 def markdown(rows: list[dict[str, Any]]) -> str:
+    """The robustness table; a proportion's scores in % and its drops in percentage points (results/units.py)."""
     lines = [
         "| task | k | metric | condition | score | 95% CI | drop vs clean | 95% CI | relative drop | 95% CI | n |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
+    proportions = {
+        key: is_proportion(
+            v for r in rows if (r["task"], r["metric"]) == key for v in [r["value"], *(r["ci95"] or [])]
+        )
+        for key in {(r["task"], r["metric"]) for r in rows}
+    }
     for r in rows:
         clean = r["condition"] == "clean"
+        proportion = proportions[(r["task"], r["metric"])]
         drop = (
             ["—", "", "—", ""]
             if clean
             else [
-                _number(r["drop"]),
-                _ci(r["drop_ci95"]),
+                show(r["drop"], proportion, False)
+                + (" pp" if proportion and not _missing(r["drop"]) else ""),
+                _ci(r["drop_ci95"], proportion),
                 _percent(r["relative_drop"]),
-                _ci(r["relative_drop_ci95"], percent=True),
+                _ci(r["relative_drop_ci95"], True),
             ]
         )
         metric = r["metric"] + (" (lower is better)" if r["lower_is_better"] else "")
         lines.append(
-            f"| {r['task']} | {r['k']} | {metric} | {r['condition']} | {_number(r['value'])} | "
-            f"{_ci(r['ci95'])} | " + " | ".join(drop) + f" | {r['n']} |"
+            f"| {r['task']} | {r['k']} | {metric} | {r['condition']} | {show(r['value'], proportion)} | "
+            f"{_ci(r['ci95'], proportion)} | " + " | ".join(drop) + f" | {r['n']} |"
         )
+    lines += ["", f"Scores: {PERCENT_NOTE} (pp); relative drops in % of the clean score."]
     return "\n".join(lines)
 
 
@@ -145,16 +156,11 @@ def _missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
-def _number(value: Any) -> str:
-    return "—" if _missing(value) else f"{value + 0.0:.3f}"
-
-
 def _percent(value: Any) -> str:
     return "—" if _missing(value) else f"{100 * value:.1f}%"
 
 
-def _ci(pair: Any, percent: bool = False) -> str:
+def _ci(pair: Any, percent: bool) -> str:
     if not pair:
         return "—"
-    fmt = _percent if percent else _number
-    return f"[{fmt(pair[0])}, {fmt(pair[1])}]"
+    return f"[{show(pair[0], percent, False)}, {show(pair[1], percent, False)}]"

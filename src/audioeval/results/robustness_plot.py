@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from audioeval.augment.catalogue import TRANSFORMS
+from audioeval.results.units import is_proportion
 
 
 def primary_metric(rows: list[dict[str, Any]], task: str) -> str | None:
@@ -32,27 +33,31 @@ def plot_sweep(rows: list[dict[str, Any]], plan: Any, path: Path, title: str) ->
     for ax, task in zip(axes[0], tasks, strict=True):
         metric = primary_metric(rows, task)
         mine = [r for r in rows if r["task"] == task and r["metric"] == metric]
+        # a proportion in % on its whole scale, so drops are seen at their size (results/units.py)
+        proportion = is_proportion(v for r in mine for v in [r["value"], *(r["ci95"] or [])])
+        scale = 100.0 if proportion else 1.0
         for i, k in enumerate(dict.fromkeys(r["k"] for r in mine)):
             colour = f"C{i}"
             points = sorted(
                 (r for r in mine if r["k"] == k and r["level"] is not None), key=lambda r: r["level"]
             )
             xs = [r["level"] for r in points]
-            ys = [_num(r["value"]) for r in points]
-            lo = [y - _num((r["ci95"] or [y, y])[0]) for y, r in zip(ys, points, strict=True)]
-            hi = [_num((r["ci95"] or [y, y])[1]) - y for y, r in zip(ys, points, strict=True)]
+            values = [_num(r["value"]) for r in points]
+            bounds = [r["ci95"] or [v, v] for v, r in zip(values, points, strict=True)]
+            ys = [scale * v for v in values]
+            lo = [scale * (v - _num(b[0])) for v, b in zip(values, bounds, strict=True)]
+            hi = [scale * (_num(b[1]) - v) for v, b in zip(values, bounds, strict=True)]
             ax.errorbar(xs, ys, yerr=[lo, hi], color=colour, marker="o", capsize=3, label=f"k={k}")
             clean = next((r for r in mine if r["k"] == k and r["condition"] == "clean"), None)
             if clean is not None:
-                ax.axhline(_num(clean["value"]), color=colour, linestyle="--", linewidth=1)
-        values = [_num(r["value"]) for r in mine]
-        if values and all(0.0 <= v <= 1.0 for v in values if not math.isnan(v)):
-            ax.set_ylim(-0.03, 1.03)  # proportions: the whole scale, so drops are seen at their size
+                ax.axhline(scale * _num(clean["value"]), color=colour, linestyle="--", linewidth=1)
+        if proportion:
+            ax.set_ylim(-3, 103)
         if transform.harder == "lower":
             ax.invert_xaxis()
         ax.set_title(task, fontsize=9)
         ax.set_xlabel(f"{transform.name} ({transform.unit})" if transform.unit else transform.name)
-        ax.set_ylabel(f"{metric} (dashed: clean)")
+        ax.set_ylabel(f"{metric}{' (%)' if proportion else ''} (dashed: clean)")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     fig.suptitle(title, fontsize=10)

@@ -16,6 +16,7 @@ from markupsafe import Markup
 
 from audioeval.results.blocks import PerK, shot_count
 from audioeval.results.record import RunRecord
+from audioeval.results.units import is_proportion, score_values
 from audioeval.version import __version__
 from audioeval.viewer.run_folder import RunFolder
 
@@ -109,7 +110,8 @@ def shot_of(key: str) -> int:
 
 
 def results_rows(record: RunRecord | None) -> list[dict[str, Any]]:
-    """The results with their standard errors and 95% CIs, one row per (task or group, k, metric)."""
+    """The results with their standard errors and 95% CIs, one row per (task or group, k, metric); a
+    proportion's in percent (`percent`: value, stderr and CI times 100), as every table shows it."""
     rows: list[dict[str, Any]] = []
     if record is None:
         return rows
@@ -119,6 +121,8 @@ def results_rows(record: RunRecord | None) -> list[dict[str, Any]]:
             for key in sorted(per_k, key=shot_of):
                 block = per_k[key]
                 for metric, stats in block.metrics.items():
+                    percent = is_proportion(score_values(per_k.values(), metric))
+                    scale = _percent if percent else _same
                     rows.append(
                         {
                             "kind": kind,
@@ -126,14 +130,23 @@ def results_rows(record: RunRecord | None) -> list[dict[str, Any]]:
                             "first": first,
                             "k": shot_of(key),
                             "metric": metric,
-                            "value": stats.value,
-                            "stderr": stats.stderr,
-                            "ci": list(stats.ci95) if stats.ci95 else [None, None],
+                            "percent": percent,
+                            "value": scale(stats.value),
+                            "stderr": scale(stats.stderr),
+                            "ci": [scale(v) for v in stats.ci95] if stats.ci95 else [None, None],
                             "n": block.scored(metric),
                         }
                     )
                     first = False
     return rows
+
+
+def _percent(value: Any) -> Any:
+    return 100 * value if isinstance(value, int | float) and not isinstance(value, bool) else value
+
+
+def _same(value: Any) -> Any:
+    return value
 
 
 def failures(run: RunFolder) -> dict[str, Any]:

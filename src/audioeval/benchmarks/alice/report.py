@@ -131,7 +131,7 @@ def _model_label(record: RunRecord) -> str:
 
 
 def _task_metric(task: str) -> tuple[str, str]:
-    return ("wer", "WER ↓") if task == "asr" else ("accuracy", "accuracy ↑")
+    return ("wer", "WER (%) ↓") if task == "asr" else ("accuracy", "accuracy (%) ↑")
 
 
 def _per_k(
@@ -227,8 +227,9 @@ def plot_performance(ctx: ReportContext, category: str, path: Path) -> Path | No
                     fontsize=8,
                 )
                 continue
-            ax.plot(ks, values, marker="o", linewidth=1.4, label=_model_label(ctx.record))
-            ax.fill_between(ks, lows, highs, alpha=0.2)
+            percent = [[100 * v for v in series] for series in (values, lows, highs)]  # as the tables show it
+            ax.plot(ks, percent[0], marker="o", linewidth=1.4, label=_model_label(ctx.record))
+            ax.fill_between(ks, percent[1], percent[2], alpha=0.2)
             ax.set_xticks(ks)
             ax.set_xlabel("k (in-context examples)", fontsize=8)
             ax.set_ylabel(label, fontsize=8)
@@ -309,7 +310,7 @@ def write_report(ctx: ReportContext) -> list[Path]:
         "",
         _group_table(ctx),
         "",
-        "## Task performance (ASR: corpus WER, lower is better; SER/GR/MMAU: accuracy)",
+        "## Task performance (%; ASR: corpus WER, lower is better; SER/GR/MMAU: accuracy)",
         "",
         performance_markdown(ctx),
         "",

@@ -449,13 +449,16 @@
     const ks = [...new Set(Object.values(byRun).flat().map((p) => p[0]))].sort((a, b) => a - b);
     const values = Object.values(byRun).flat().flatMap((p) => [p[1], p[2], p[3]]).filter((v) => typeof v === "number");
     let lo = Math.min(...values), hi = Math.max(...values);
-    if (lo >= 0 && hi <= 1) { lo = 0; hi = 1; } else { const pad = (hi - lo || 1) * 0.08; lo -= pad; hi += pad; }
+    // a proportion (every value and CI bound in [0, 1]) is drawn in %, on its whole scale, as every table shows it
+    const percent = lo >= 0 && hi <= 1;
+    const scale = percent ? 100 : 1, unit = percent ? "%" : "";
+    if (percent) { lo = 0; hi = 100; } else { const pad = (hi - lo || 1) * 0.08; lo -= pad; hi += pad; }
     const x = (k) => L + (ks.length === 1 ? (W - L - R) / 2 : (ks.indexOf(k) * (W - L - R)) / (ks.length - 1));
-    const y = (v) => T + (1 - (v - lo) / (hi - lo || 1)) * (H - T - B);
+    const y = (v) => T + (1 - (v * scale - lo) / (hi - lo || 1)) * (H - T - B);
     const grid = [];
     for (let i = 0; i <= 4; i++) {
       const v = lo + ((hi - lo) * i) / 4;
-      grid.push(svg("line", { x1: L, x2: W - R, y1: y(v), y2: y(v), class: "grid" }), svg("text", { x: L - 6, y: y(v) + 4, class: "tick", "text-anchor": "end" }, fmt(v, Math.abs(hi - lo) < 5 ? 2 : 1)));
+      grid.push(svg("line", { x1: L, x2: W - R, y1: y(v / scale), y2: y(v / scale), class: "grid" }), svg("text", { x: L - 6, y: y(v / scale) + 4, class: "tick", "text-anchor": "end" }, percent ? fmt(v, 0) : fmt(v, Math.abs(hi - lo) < 5 ? 2 : 1)));
     }
     for (const k of ks) grid.push(svg("text", { x: x(k), y: H - B + 16, class: "tick", "text-anchor": "middle" }, String(k)));
     grid.push(svg("text", { x: (L + W - R) / 2, y: H - 4, class: "axis", "text-anchor": "middle" }, "k (in-context examples)"));
@@ -466,9 +469,10 @@
       return svg("g", { class: "series", "data-run": run },
         sorted.filter((p) => typeof p[2] === "number" && typeof p[3] === "number").map((p) => svg("line", { x1: x(p[0]), x2: x(p[0]), y1: y(p[2]), y2: y(p[3]), stroke: color, class: "ci" })),
         svg("path", { d, stroke: color, class: "line" }),
-        sorted.map((p) => svg("circle", { cx: x(p[0]), cy: y(p[1]), r: 3.5, fill: color }, svg("title", null, `run ${run}: k=${p[0]} ${metric}=${fmt(p[1], 4)}` + (p[2] !== null ? ` [${fmt(p[2], 3)}, ${fmt(p[3], 3)}]` : "") + ` n=${p[4]}`))));
+        sorted.map((p) => svg("circle", { cx: x(p[0]), cy: y(p[1]), r: 3.5, fill: color }, svg("title", null, `run ${run}: k=${p[0]} ${metric}=${shown(p[1], 4)}${unit}` + (p[2] !== null ? ` [${shown(p[2], 3)}, ${shown(p[3], 3)}]` : "") + ` n=${p[4]}`))));
     });
-    return h("figure", { class: "chart" }, h("figcaption", null, series.kind === "group" ? badge("group", "muted") : null, " ", series.name, h("span", { class: "muted" }, " · " + metric)),
+    function shown(v, digits) { return percent ? fmt(v * 100, 1) : fmt(v, digits); }
+    return h("figure", { class: "chart" }, h("figcaption", null, series.kind === "group" ? badge("group", "muted") : null, " ", series.name, h("span", { class: "muted" }, " · " + metric + (percent ? " (%)" : ""))),
       svg("svg", { viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img", "aria-label": `${series.name} ${metric} by k` }, grid, lines));
   }
 
