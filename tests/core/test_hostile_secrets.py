@@ -308,6 +308,7 @@ def echoing_server() -> Iterator[EchoingServer]:
         server.server_close()
 
 
+@pytest.mark.slow
 def test_keys_a_server_quotes_back_are_masked_in_everything_written_and_not_cached(tmp_path: Path):
     """Three leaks: the environment's key quoted back in an error, a URL password holding an `@`, a secret-named
     --gen_kwargs value. None reaches stdout, stderr, results.json, samples, summary, report, export or caches;
