@@ -5,12 +5,15 @@ own unit. results.json keeps fractions."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
+from audioeval.results.blocks import ShotBlock
 from audioeval.results.compact_table import compact_table
 from audioeval.results.outputs import markdown_table
 from audioeval.results.robustness import markdown as robustness_markdown
 from audioeval.viewer.overview import results_rows
 
-RESULTS = {
+RAW = {
     "task_a": {
         "0-shot": {"accuracy": 0.125, "accuracy_stderr": 0.02, "accuracy_ci95": [0.1, 0.15], "n": 40},
         "1-shot": {"accuracy": 1.0, "accuracy_stderr": 0.0, "accuracy_ci95": [1.0, 1.0], "n": 40},
@@ -22,6 +25,7 @@ RESULTS = {
         "1-shot": {"score": 2.0, "score_ci95": [1.0, 3.0], "n": 4},
     },
 }
+RESULTS = {task: {k: ShotBlock.from_json(block) for k, block in per_k.items()} for task, per_k in RAW.items()}
 
 
 def test_the_terminal_table_shows_proportions_in_percent_and_says_so():
@@ -55,7 +59,8 @@ def test_the_robustness_table_gives_a_proportion_and_its_drop_in_percent_and_poi
 
 
 def test_the_viewer_results_table_marks_and_scales_proportions():
-    rows = {(r["name"], r["k"], r["metric"]): r for r in results_rows({"results": RESULTS})}
+    record = SimpleNamespace(sections=SimpleNamespace(results=RESULTS, groups={}))
+    rows = {(r["name"], r["k"], r["metric"]): r for r in results_rows(record)}
     accuracy = rows[("task_a", 0, "accuracy")]
     assert accuracy["percent"] and accuracy["value"] == 12.5 and accuracy["ci"] == [10.0, 15.0]
     assert accuracy["stderr"] == 2.0

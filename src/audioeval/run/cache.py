@@ -349,7 +349,19 @@ def _cached(response: Any, info: Any) -> CachedResponse | None:
         return None
     if not isinstance(response, str) or not isinstance(described, dict):
         return None
+    if SPOKEN_KEY in described and not _is_spoken_description(described[SPOKEN_KEY]):
+        return None
     return CachedResponse(response, described)
+
+
+def _is_spoken_description(value: Any) -> bool:
+    """What `describe_spoken` writes: the clip's sha256, the transcript (text or None) and two timings."""
+    if not isinstance(value, dict) or not isinstance(value.get("audio"), str):
+        return False
+    numbers = [value.get("time_to_first_audio_s"), value.get("generation_s")]
+    return isinstance(value.get("transcript"), str | None) and all(
+        v is None or (isinstance(v, int | float) and not isinstance(v, bool)) for v in numbers
+    )
 
 
 def _row_info(entry: CacheEntry) -> dict[str, Any]:
