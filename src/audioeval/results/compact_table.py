@@ -15,7 +15,9 @@ def _cell(block: ShotBlock | None, metric: str, proportion: bool) -> str:
     if stats is None:
         return ""
     ci = stats.ci95
-    bounds = f" [{show(ci[0], proportion, False)}, {show(ci[1], proportion, False)}]" if ci is not None else ""
+    bounds = (
+        f" [{show(ci[0], proportion, False)}, {show(ci[1], proportion, False)}]" if ci is not None else ""
+    )
     return show(stats.value, proportion) + bounds
 
 
