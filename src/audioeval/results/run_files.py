@@ -106,6 +106,8 @@ def sample_lines(path: Path) -> Iterator[tuple[int, int, SampleRecord]]:
     """(line number, byte offset, record) of every record of a sample file. The last line of a killed run's
     partial file, cut mid-write, is left out; any other line that is not a sample record is a DataError
     naming file:line and the field."""
+    from pydantic_core import from_json
+
     partial = path.name.endswith(".partial.jsonl")
     with path.open("rb") as fh:
         offset = 0
@@ -114,13 +116,11 @@ def sample_lines(path: Path) -> Iterator[tuple[int, int, SampleRecord]]:
             if not line.strip():
                 continue
             try:
-                data = json.loads(line)
-            except ValueError as err:  # JSONDecodeError, or UnicodeDecodeError for bytes that are not UTF-8
+                data = from_json(line)  # pydantic's parser: the same values as json.loads, faster
+            except ValueError as err:  # not JSON (or not UTF-8)
                 if partial and not line.endswith(b"\n"):
                     return
-                reason = (
-                    f"{err.msg}, column {err.colno}" if isinstance(err, json.JSONDecodeError) else "not UTF-8"
-                )
+                reason = re.sub(r" at line \d+ column (\d+)$", r", column \1", str(err))
                 raise DataError(f"{path}:{number}: not a JSON line ({reason}); {_RERUN_SAMPLES}") from err
             yield number, start, sample_from_json(data, path, number)
 
