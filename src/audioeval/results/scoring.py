@@ -150,22 +150,27 @@ class TaskScorer:
         ]
 
     def aggregations(self, score_names: list[str]) -> dict[str, Aggregation]:
-        """The reported metrics, in order: declared aggregations, every other per-sample score (by the
-        first glob key that matches it, e.g. `score@*`, else as a mean), and the harness's own
-        parse_failure_rate last. Columns that only feed another aggregation are not reported."""
-        exact = {k: v for k, v in self.task.aggregation.items() if not _is_glob(k)}
-        globs = [(k, v) for k, v in self.task.aggregation.items() if _is_glob(k)]
-        out = {k: Aggregation.from_spec(k, v) for k, v in exact.items()}
-        for name in score_names:
-            if name not in out and name not in HARNESS_SCORES:
-                spec = next((v for k, v in globs if fnmatch.fnmatchcase(name, k)), "mean")
-                out[name] = Aggregation.from_spec(name, spec)
-        helpers = {i for a in out.values() for i in a.helper_inputs}
-        out = {name: agg for name, agg in out.items() if name in exact or name not in helpers}
-        for name in HARNESS_SCORES:
-            if name in score_names and name not in out:
-                out[name] = Aggregation.from_spec(name, "mean")
-        return out
+        return aggregations(self.task.aggregation, score_names)
+
+
+def aggregations(declared: dict[str, Any], score_names: list[str]) -> dict[str, Aggregation]:
+    """The reported metrics of a task whose YAML declares `aggregation: declared`, in order: declared
+    aggregations, every other per-sample score (by the first glob key that matches it, e.g. `score@*`, else
+    as a mean), and the harness's own parse_failure_rate last. Columns that only feed another aggregation
+    are not reported."""
+    exact = {k: v for k, v in declared.items() if not _is_glob(k)}
+    globs = [(k, v) for k, v in declared.items() if _is_glob(k)]
+    out = {k: Aggregation.from_spec(k, v) for k, v in exact.items()}
+    for name in score_names:
+        if name not in out and name not in HARNESS_SCORES:
+            spec = next((v for k, v in globs if fnmatch.fnmatchcase(name, k)), "mean")
+            out[name] = Aggregation.from_spec(name, spec)
+    helpers = {i for a in out.values() for i in a.helper_inputs}
+    out = {name: agg for name, agg in out.items() if name in exact or name not in helpers}
+    for name in HARNESS_SCORES:
+        if name in score_names and name not in out:
+            out[name] = Aggregation.from_spec(name, "mean")
+    return out
 
 
 def _is_glob(key: str) -> bool:

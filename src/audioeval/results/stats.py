@@ -4,7 +4,9 @@ subtask."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -79,6 +81,47 @@ class Aggregation:
                         den > 0, cols[0][idx].sum(axis=1) / np.where(den > 0, den, 1), np.nan
                     )
         return out
+
+    def sufficient(
+        self, scores: dict[str, np.ndarray], groups: np.ndarray, n_groups: int
+    ) -> tuple[np.ndarray, Callable[[np.ndarray], np.ndarray]]:
+        """The aggregation as a function of sums: per group of samples (a cluster), the sums its value depends
+        on (an (n_groups, m) array), and `combine`, which turns sums over any weighting of the groups ((..., m))
+        into the aggregate ((...)). `combine(sums.sum(axis=0))` is `value(scores)`; with bootstrap counts W
+        (draws x groups), `combine(W @ sums)` is the aggregate of each resample, as `resampled` draws them."""
+        cols = [scores[k] for k in self.inputs]
+        if self.kind == "stratified":
+            strata = _strata(cols[1], cols[2])
+            code = np.empty(len(cols[0]), dtype=np.int64)
+            for s_index, (members, _) in enumerate(strata):
+                code[members] = s_index
+            n_strata = len(strata)
+            weights = np.array([w for _, w in strata])
+            flat = groups * n_strata + code
+            size = n_groups * n_strata
+            sums = np.bincount(flat, weights=cols[0], minlength=size).reshape(n_groups, n_strata)
+            counts = np.bincount(flat, minlength=size).reshape(n_groups, n_strata).astype(np.float64)
+            return np.hstack([sums, counts]), partial(_combine_strata, weights=weights)
+        parts = (cols[0], np.ones_like(cols[0])) if self.kind == "mean" else (cols[0], cols[1])
+        sums = np.stack([np.bincount(groups, weights=p, minlength=n_groups) for p in parts], axis=1)
+        return sums, _combine_ratio
+
+
+def _combine_ratio(sums: np.ndarray) -> np.ndarray:
+    """sum / count (a mean) or numerator / denominator (a ratio); NaN where the denominator is 0."""
+    den = sums[..., 1]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, sums[..., 0] / np.where(den > 0, den, 1), np.nan)
+
+
+def _combine_strata(sums: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """The weighted mean of the strata means, the weights renormalised over the strata present."""
+    n = len(weights)
+    totals, counts = sums[..., :n], sums[..., n:]
+    present = counts > 0
+    means = np.divide(totals, counts, out=np.zeros_like(totals), where=present)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (means * weights).sum(axis=-1) / (present * weights).sum(axis=-1)
 
 
 def _strata(stratum: np.ndarray, weight: np.ndarray) -> list[tuple[np.ndarray, float]]:
