@@ -143,6 +143,7 @@ class TaskConfig:
     report: str | None
     metadata: dict[str, Any]
     facets: tuple[str, ...] = ()
+    cluster: str | None = None  # episode metadata field: episodes with equal values share their data
     reference_models: tuple[str, ...] = ()
     param_values: dict[str, Any] = field(default_factory=dict)
     min_shots_reason: str = ""  # the parameter value that raised min_shots, e.g. "prompt_style=null"
@@ -447,6 +448,12 @@ def _read_parameter(pname: str, spec: Any, site: KeySite) -> TaskParameter:
     )
 
 
+def _read_cluster(value: Any, site: KeySite) -> str | None:
+    if value is not None and not (isinstance(value, str) and value.strip()):
+        raise site.fail("`cluster` must be an episode metadata field name, e.g. item_id.")
+    return value
+
+
 def _read_facets(value: Any, site: KeySite) -> tuple[str, ...]:
     facets = value or []
     if not isinstance(facets, list) or not all(isinstance(f, str) and f.strip() for f in facets):
@@ -626,6 +633,15 @@ TASK_SCHEMA: tuple[TaskKey, ...] = (
         "episode metadata fields (dotted for nested, e.g. variation.gender) whose values every metric is also "
         "aggregated by, with CIs (results.json `facets`)",
         _read_facets,
+    ),
+    _key(
+        "cluster",
+        "str",
+        None,
+        "episode metadata field (dotted for nested) whose equal values mark episodes that share their data (one "
+        "query spoken in several voices, one recording asked about twice): `audioeval compare` resamples such "
+        "episodes together (default: every episode on its own)",
+        _read_cluster,
     ),
     _key(
         "reference_models",
