@@ -288,6 +288,11 @@ def main(argv: list[str] | None = None) -> int:
 
             setup_logging("DEBUG" if debug else "INFO")
             return cmd_push_results(argv[1:])
+        if argv and argv[0] == "compare":
+            from audioeval.results.compare.cli import cmd_compare
+
+            setup_logging("DEBUG" if debug else "INFO")
+            return cmd_compare(argv[1:])
         if argv and argv[0] == "corpora":
             from audioeval.data.corpora.cli import cmd_corpora
 
