@@ -27,13 +27,16 @@ def finite(value: float | None) -> float | None:
 class MetricStats:
     """One metric of a block: its value, standard error and 95% CI (None where not measured), the samples
     without a value (`missing`, failed requests included) and, for a group or pooled block, the members
-    without any value (`unscored`, left out of the value)."""
+    without any value (`unscored`, left out of the value); `n` and `failures` come from the block."""
 
     value: float | None
     stderr: float | None = None
     ci95: tuple[float, float] | None = None
     missing: int = 0
     unscored: list[str] = field(default_factory=list)
+    # set by the block that holds it (not written: the file has them as the block's `n` and `errors`)
+    n: int = 0  # samples (items) with a value
+    failures: int = 0  # failed requests among the block's samples (no answer: in `missing`)
 
     @classmethod
     def measured(
@@ -62,6 +65,17 @@ class ShotBlock:
     errors: int = 0
     subtasks: list[str] | None = None
 
+    def __post_init__(self) -> None:
+        for stats in self.metrics.values():
+            stats.n, stats.failures = self.n - stats.missing, self.errors
+
+    def __getitem__(self, metric: str) -> MetricStats:
+        """`block["accuracy"].value`, `.ci95`, `.n` ...; a KeyError for a metric the block does not report."""
+        return self.metrics[metric]
+
+    def __contains__(self, metric: object) -> bool:
+        return metric in self.metrics
+
     def get(self, metric: str) -> MetricStats | None:
         return self.metrics.get(metric)
 
@@ -79,7 +93,7 @@ class ShotBlock:
     def scored(self, metric: str) -> int:
         """Samples (items) with a value of `metric`."""
         stats = self.metrics.get(metric)
-        return self.n - stats.missing if stats else 0
+        return stats.n if stats else 0
 
     @property
     def main_metric(self) -> str | None:
