@@ -31,8 +31,12 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time each name l
     from audioeval.errors import AudioEvalError, ConfigError, DataError, ModelError, UsageError
     from audioeval.models.base import Model, ModelTask, StreamingModel
     from audioeval.models.registry import Backend
+    from audioeval.results.blocks import MetricStats, ShotBlock
+    from audioeval.results.record import RunRecord
     from audioeval.results.reports import ReportContext
     from audioeval.results.reports import register as register_report
+    from audioeval.results.run_files import read_run
+    from audioeval.results.sample_record import SampleRecord
     from audioeval.types import (
         AudioClip,
         AudioPart,
@@ -53,6 +57,11 @@ __all__ = [  # the same names as api/exports.py PUBLIC (a test keeps them equal)
     "evaluate",
     "EvaluationResult",
     "load_dataset",
+    "read_run",
+    "RunRecord",
+    "ShotBlock",
+    "MetricStats",
+    "SampleRecord",
     "Model",
     "StreamingModel",
     "ModelTask",

@@ -66,7 +66,7 @@ def test_samples_without_an_output_path_stay_in_the_result_and_nothing_is_writte
     result = audioeval.evaluate(model="chance", log_samples=True, **TOY_RUN)
     assert result.run_dir is None and list(tmp_path.iterdir()) == []
     rows = result.samples["toy_tones"]
-    assert [(r["episode"], r["shots"]) for r in rows] == sorted((e, k) for e in range(4) for k in (0, 1, 3))
+    assert [(r.episode, r.shots) for r in rows] == sorted((e, k) for e in range(4) for k in (0, 1, 3))
 
 
 def _open_descriptors() -> set[tuple[str, str]]:

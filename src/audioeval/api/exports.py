@@ -14,6 +14,12 @@ PUBLIC: dict[str, str] = {
     "EvaluationResult": "audioeval.api.result:EvaluationResult",
     # a benchmark's episodes as a Hugging Face dataset, by name (datasets' own load_dataset reads built folders)
     "load_dataset": "audioeval.data.by_name:load_dataset",
+    # what a run wrote, read back as the types it was written from (results.json, samples_<task>.jsonl)
+    "read_run": "audioeval.results.run_files:read_run",
+    "RunRecord": "audioeval.results.record:RunRecord",
+    "ShotBlock": "audioeval.results.blocks:ShotBlock",
+    "MetricStats": "audioeval.results.blocks:MetricStats",
+    "SampleRecord": "audioeval.results.sample_record:SampleRecord",
     # the model contract: what a backend is and what it is handed
     "Model": "audioeval.models.base:Model",
     "StreamingModel": "audioeval.models.base:StreamingModel",

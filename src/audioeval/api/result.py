@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from audioeval.results.record import RunRecord, Sections
+    from audioeval.results.record import PerK, RunRecord, Sections
+    from audioeval.results.sample_record import SampleRecord
     from audioeval.run.conductor import RunOutcome
 
 
@@ -22,7 +22,7 @@ class EvaluationResult:
     compact_table: str  # the main metric per group, task and k with its CI (what the CLI prints)
     resume_note: str | None  # how much came from the response cache
     logged: bool = False  # whether the run logged its samples
-    _samples: dict[str, list[dict[str, Any]]] | None = field(default=None, repr=False)
+    _samples: dict[str, list[SampleRecord]] | None = field(default=None, repr=False)
 
     @classmethod
     def of(cls, outcome: RunOutcome, logged: bool) -> EvaluationResult:
@@ -30,7 +30,7 @@ class EvaluationResult:
         return cls(outcome.record, outcome.run_dir, outcome.table, compact, outcome.resume_note, logged)
 
     @property
-    def samples(self) -> dict[str, list[dict[str, Any]]] | None:
+    def samples(self) -> dict[str, list[SampleRecord]] | None:
         """task -> its sample records in (episode, k) order, when the run logged them (None otherwise); read
         from the run folder on first use."""
         if self._samples is None and self.logged and self.run_dir is not None:
@@ -51,13 +51,13 @@ class EvaluationResult:
         return self.record.sections
 
     @property
-    def results(self) -> dict[str, Any]:
-        """task -> "<k>-shot" -> metric block."""
+    def results(self) -> dict[str, PerK]:
+        """task -> "<k>-shot" -> its block: `block["accuracy"]` has `value`, `stderr`, `ci95`, `n`, `failures`."""
         return self.record.sections.results
 
     @property
-    def groups(self) -> dict[str, Any]:
-        """group -> "<k>-shot" -> metric block."""
+    def groups(self) -> dict[str, PerK]:
+        """group -> "<k>-shot" -> its block, as `results`."""
         return self.record.sections.groups
 
     @property
@@ -74,11 +74,9 @@ class EvaluationResult:
         return self.compact_table
 
 
-def read_samples(run_dir: Path) -> dict[str, list[dict[str, Any]]]:
-    """The sample records a run logged, per task, in (episode, k) order."""
-    samples: dict[str, list[dict[str, Any]]] = {}
-    for path in sorted(run_dir.glob("samples_*.jsonl")):
-        task = path.name[len("samples_") : -len(".jsonl")]
-        with path.open(encoding="utf-8") as lines:
-            samples[task] = [json.loads(line) for line in lines if line.strip()]
-    return samples
+def read_samples(run_dir: Path) -> dict[str, list[SampleRecord]]:
+    """The sample records a run logged, per task, in (episode, k) order, read back as SampleRecords."""
+    from audioeval.results.run_files import read_run
+
+    run = read_run(run_dir)
+    return {task: list(run.samples(task)) for task in run.sample_files}
