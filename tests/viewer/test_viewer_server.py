@@ -87,6 +87,10 @@ def test_audio_answers_byte_ranges(toy_runs):
         assert get(server, url, {"Range": f"bytes={len(whole)}-"})[0] == 416
 
 
+def run_blocks(run):
+    return json.loads((run / "results.json").read_text())["results"]
+
+
 def test_pages_and_data(toy_runs):
     with serve(*toy_runs) as server:
         status, headers, body = get(server, "/")
@@ -102,6 +106,15 @@ def test_pages_and_data(toy_runs):
         assert toy["metrics"][0] == "accuracy"
         assert sorted(toy["points"]["accuracy"]) == ["0", "1"]
         assert [p[0] for p in toy["points"]["accuracy"]["1"]] == [0, 1, 3]
+        # the paired differences against the first run, with the episodes where the two disagree
+        diffs = compare["differences"]
+        assert diffs["paired"] and diffs["baseline"] == 0
+        row = next(r for r in diffs["rows"] if (r["name"], r["k"]) == ("toy_tones", 1))
+        accuracy = [run_blocks(run)["toy_tones"]["1-shot"]["accuracy"] for run in toy_runs]
+        diff = row["differences"][1]
+        assert row["differences"][0] is None and diff["value"] == pytest.approx(accuracy[1] - accuracy[0])
+        assert diff["test"] == "mcnemar" and diff["pairs"] == 4
+        assert diff["other_only"] - diff["base_only"] == round(4 * diff["value"])
         assert get(server, "/api/run/2/samples")[0] == 404
         assert get(server, "/api/run/0/sample/toy_tones/99/0")[0] == 404
 

@@ -19,6 +19,7 @@ from urllib.parse import quote
 
 from audioeval.results.sample_record import LoggedAudio, LoggedText, SampleRecord
 from audioeval.viewer import overview
+from audioeval.viewer.differences import paired_differences
 from audioeval.viewer.regenerate import SHA_DIFFERS, EpisodeClips, RebuiltClip, RunAudio
 from audioeval.viewer.run_folder import RunFolder, SampleKey
 from audioeval.viewer.samples import facets, spoken_answer, verdicts
@@ -57,6 +58,7 @@ class Site:
         self.runs = runs
         self.links = links
         self.audio = [RunAudio(run.configs, trust_builder_files) for run in runs]
+        self._differences: dict[str, Any] | None = None  # made on the Compare page's first visit
 
     def get(self, path: str) -> Any | None:
         """The payload at `path`, or None when there is none."""
@@ -252,4 +254,6 @@ class Site:
             entry["runs"] = sorted({int(r) for pts in entry["points"].values() for r in pts})
             out.append(entry)
         out.sort(key=lambda e: (e["kind"] == "group", -len(e["runs"])))
-        return {"runs": self.run_list(), "series": out}
+        if self._differences is None:
+            self._differences = {"value": paired_differences(self.runs)}
+        return {"runs": self.run_list(), "series": out, "differences": self._differences["value"]}

@@ -46,6 +46,8 @@ class Difference:
     test: str  # mcnemar | sign-flip | normal (unpaired)
     pairs: int | None  # samples (items) both runs logged; None unpaired
     failed_pairs: int | None  # of which either run gave no answer
+    base_only: int | None = None  # 0/1 scores: pairs the baseline got right and this run wrong
+    other_only: int | None = None  # and the reverse
 
     @property
     def significant(self) -> bool:
@@ -379,14 +381,17 @@ def _paired(cell: Cell) -> Difference:
         return Difference(None, None, None, None, "sign-flip", cell.pairs, cell.failed)
     low, high = cell.ci95()
     p = cell.p_value()
+    mcnemar = cell.mcnemar
     return Difference(
         cell.difference,
         None if math.isnan(low) else (low, high),
         None if math.isnan(p) else p,
         None,
-        "mcnemar" if cell.mcnemar is not None else "sign-flip",
+        "mcnemar" if mcnemar is not None else "sign-flip",
         cell.pairs,
         cell.failed,
+        mcnemar.base_only if mcnemar else None,
+        mcnemar.other_only if mcnemar else None,
     )
 
 

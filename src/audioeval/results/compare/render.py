@@ -21,7 +21,7 @@ UNITS = "values as results.json reports them (fractions for accuracies and rates
 CSV_COLUMNS = [
     "kind", "name", "setting", "metric", "lower_is_better", "run", "folder", "baseline", "value", "ci95_low",
     "ci95_high", "n", "difference", "difference_ci95_low", "difference_ci95_high", "test", "p", "p_holm",
-    "pairs", "failed_pairs",
+    "pairs", "failed_pairs", "base_only", "other_only",
 ]  # fmt: skip
 
 
@@ -133,6 +133,8 @@ def _csv_row(
         plain(diff.p if diff else None), plain(diff.p_holm if diff else None),
         "" if diff is None or diff.pairs is None else diff.pairs,
         "" if diff is None or diff.failed_pairs is None else diff.failed_pairs,
+        "" if diff is None or diff.base_only is None else diff.base_only,
+        "" if diff is None or diff.other_only is None else diff.other_only,
     ]  # fmt: skip
 
 

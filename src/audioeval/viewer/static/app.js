@@ -414,9 +414,11 @@
         h("code", null, "audioeval view results/model_a/<time> results/model_b/<time>"), ".")
       : null;
     const plots = h("section", { class: "card", id: "shot-scaling" });
+    const diffs = h("section", { class: "card", id: "paired-differences" });
     const side = h("section", { class: "card", id: "side-by-side" });
-    main.replaceChildren(intro || "", plots, side);
+    main.replaceChildren(intro || "", plots, diffs, side);
     renderScaling(plots, data, params);
+    renderDifferences(diffs, data);
     if (runs.length >= 2) await renderSideBySide(side, runs, params); else side.remove();
   }
 
@@ -441,6 +443,38 @@
       legend(data.runs),
       charts.length ? h("div", { class: "charts" }, charts.map(({ series, metric }) => chart(series, metric))) : h("p", { class: "muted" }, "No task was run at two or more shot counts."));
     paintDots(box);
+  }
+
+  function signed(v, digits = 3) { return typeof v === "number" ? (v >= 0 ? "+" : "") + v.toFixed(digits) : "—"; }
+
+  // each run against the first: the difference with its 95% CI, Holm-adjusted p and, for right/wrong scores,
+  // links to the episodes where the two disagree (either way)
+  function renderDifferences(box, data) {
+    const d = data.differences;
+    if (!d) { box.remove(); return; }
+    const base = data.runs[d.baseline];
+    const others = data.runs.filter((r) => r.id !== d.baseline);
+    const link = (row, other, which, count, title) => h("a", { class: "disagree", title, href: `#/compare?task=${encodeURIComponent(row.name)}&k=${row.k}&differ=${which}&vs=${other.id}` }, String(count));
+    const cells = (row) => others.map((other) => {
+      const diff = row.differences[other.id];
+      if (!diff) return h("td", null, "—");
+      const ci = diff.ci95 ? ` [${signed(diff.ci95[0])}, ${signed(diff.ci95[1])}]` : "";
+      const p = typeof diff.p_holm === "number" ? (diff.p_holm < 0.001 ? "<0.001" : diff.p_holm.toFixed(3)) : "—";
+      const marks = row.kind === "task" && diff.base_only !== null
+        ? h("span", { class: "muted" }, " · ", link(row, other, "a", diff.base_only, `${base.label} right, ${other.label} wrong`), " / ", link(row, other, "b", diff.other_only, `${base.label} wrong, ${other.label} right`))
+        : null;
+      return h("td", { class: typeof diff.p_holm === "number" && diff.p_holm < 0.05 ? "significant" : null }, signed(diff.value) + ci, h("span", { class: "muted" }, ` p=${p}`), marks);
+    });
+    box.replaceChildren(
+      h("h2", null, `Paired differences against ${base.label}`),
+      d.notes.map((note) => h("p", { class: "notice" }, note)),
+      h("p", { class: "muted" }, d.paired
+        ? `Δ = run − ${base.label} over the episodes both logged, 95% paired bootstrap CI (${d.resamples} resamples), p Holm-adjusted across the table (McNemar for right/wrong scores, else sign-flip permutations); the two counts open the episodes where ${base.label} is right and the other wrong, and the reverse. \`audioeval compare\` gives the full table.`
+        : "Unpaired: Δ from the runs' reported values and standard errors."),
+      d.rows.length ? h("div", { class: "table-wrap" }, h("table", null,
+        h("thead", null, h("tr", null, h("th", null, "task / group"), h("th", null, "k"), h("th", null, "metric"), others.map((r) => h("th", null, "Δ ", r.label)))),
+        h("tbody", null, d.rows.map((row) => h("tr", null, h("td", null, row.kind === "group" ? badge("group", "muted") : null, " ", row.name), h("td", null, row.k ?? row.setting), h("td", null, row.metric + (row.lower_is_better ? " ↓" : "")), cells(row))))))
+        : h("p", { class: "muted" }, "Nothing to compare."));
   }
 
   function chart(series, metric) {
@@ -491,20 +525,24 @@
     const ids = [...new Set(all.flatMap((d) => ((d && d.samples) || []).filter((s) => s.task === task).map((s) => s.id)))];
     const shots = [...new Set(ids.map((id) => Number(id.split("/").pop())))].sort((a, b) => a - b);
     const k = shots.includes(Number(params.get("k"))) ? Number(params.get("k")) : shots[0];
-    const onlyDiff = params.get("differ") === "yes";
+    const differ = params.get("differ") || "";
+    const vs = Math.max(1, runs.findIndex((r) => String(r.id) === params.get("vs")));
     const verdict = (i, s) => (all[i] && s ? outcomeOf(all[i], s, new URLSearchParams()) : null);
     const episodes = [...new Set(ids.filter((id) => id.endsWith("/" + k)).map((id) => Number(id.split("/").slice(-2)[0])))].sort((a, b) => a - b)
       .filter((ep) => {
-        if (!onlyDiff) return true;
+        if (!differ) return true;
         const marks = runs.map((r, i) => verdict(i, byId[i].get(`${task}/${ep}/${k}`)));
-        return new Set(marks.filter(Boolean)).size > 1;
+        if (differ === "yes") return new Set(marks.filter(Boolean)).size > 1;
+        const [first, other] = [marks[0], marks[vs]];  // "a": the first run right, the other wrong; "b" the reverse
+        return differ === "a" ? first === "correct" && other === "incorrect" : first === "incorrect" && other === "correct";
       });
     const ep = episodes.includes(Number(params.get("ep"))) ? Number(params.get("ep")) : episodes[0];
     const go = (key, value) => { params.set(key, value); if (key !== "ep") params.delete("ep"); setHash("compare", 0, params); renderSideBySide(box, allRuns, params); };
     const controls = h("div", { class: "controls" },
       select("cmp-task", "task", tasks.map((t) => [t, t]), task, (v) => go("task", v)),
       select("cmp-k", "k", shots.map((s) => [s, "k = " + s]), k, (v) => go("k", v)),
-      select("cmp-differ", "episodes", [["", "all"], ["yes", "where the runs' outcomes differ"]], onlyDiff ? "yes" : "", (v) => go("differ", v)));
+      select("cmp-differ", "episodes", [["", "all"], ["yes", "where the runs' outcomes differ"],
+        ["a", `${runs[0].label} right, ${(runs[vs] || runs[0]).label} wrong`], ["b", `${runs[0].label} wrong, ${(runs[vs] || runs[0]).label} right`]], differ, (v) => go("differ", v)));
     const strip = h("div", { class: "episode-strip" }, episodes.map((e) => h("button", { class: "ep-chip" + (e === ep ? " selected" : ""), onclick: () => go("ep", e) },
       "#" + e, runs.map((r, i) => {
         const v = verdict(i, byId[i].get(`${task}/${e}/${k}`));
