@@ -7,8 +7,9 @@ The run folders are synthesized, shaped as real runs write them: results.json ma
 aggregation (RunRecord.to_json, the audioicl_bench groups with their A2/A3 averages) and samples_<task>.jsonl
 lines made by SampleRecord (messages with a text part and a clip per demonstration and the query, the
 episode's metadata, scores). Each run is another "model": per episode a 0/1 accuracy drawn with its own skill.
-The command is timed in this process (`audioeval.cli.main`), output to a file; the figure is printed with the
-machine's load average before and after.
+The command is timed in this process (`audioeval.cli.main`), output to a file: wall seconds and the process's
+CPU seconds (all its threads), with the machine's load average before and after (on a shared machine the wall
+time follows the load; the CPU time does not).
 """
 
 from __future__ import annotations
@@ -125,15 +126,15 @@ def main() -> None:
         argv = ["compare", *map(str, runs), "--bootstrap_iters", str(args.resamples), "--format", "json",
                 "--output", str(out)]  # fmt: skip
         load_before = Path("/proc/loadavg").read_text().split()[:3]
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
             code = cli(argv)
-        seconds = time.perf_counter() - start
+        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
         load_after = Path("/proc/loadavg").read_text().split()[:3]
         rows = len(json.loads(out.read_text())["rows"])
     assert code == 0, code
     print(f"audioeval compare: {args.runs} runs x {samples // args.runs:,} samples, {args.resamples:,} resamples, "
-          f"{rows} rows: {seconds:.1f} s (target <= 20 s on two cores)")  # fmt: skip
+          f"{rows} rows: {seconds:.1f} s wall, {cpu:.1f} s CPU (target <= 20 s on two cores)")  # fmt: skip
     print(f"load average before: {' '.join(load_before)}; after: {' '.join(load_after)}")
 
 
