@@ -190,3 +190,31 @@ def _disjoint(tmp_path: Path) -> Path:
     code, _, err = run_cli([*args, "--output_path", str(tmp_path / "other"), "--log_samples"])
     assert code == 0, err
     return latest_run(tmp_path / "other")
+
+
+@pytest.mark.slow
+def test_the_papers_table_iii_has_one_row_per_model_and_its_averages(tmp_path):
+    runs = []
+    for model in ("chance", "demo-majority"):
+        args = ["--tasks", "audioicl_a3", "--model", model, "--limit", "6", "--num_fewshot", "0,1"]
+        code, _, err = run_cli(
+            [*args, "--log_samples", "--output_path", str(tmp_path / model), "--bootstrap_iters", "200"]
+        )
+        assert code == 0, err
+        runs.append(str(latest_run(tmp_path / model)))
+    code, out, err = _compare(*runs, "--table", "paper", "--format", "latex", "--bootstrap_iters", "500")
+    assert code == 0, err
+    tables = out.split(r"\begin{table}")[1:]
+    assert len(tables) == 2 and "$k=0$" in tables[0] and "$k=1$" in tables[1]  # one table per k
+    for table in tables:
+        header = next(line for line in table.splitlines() if line.startswith("Model &"))
+        assert header == r"Model & AL & ALH & MC & A3 \\"
+        body = table[table.index(r"\midrule") : table.index(r"\bottomrule")]
+        assert [line.split(" & ")[0] for line in body.splitlines()[1:]] == [
+            "chance (baseline)",
+            "demo-majority",
+        ]
+    code, out, err = _compare(*runs, "--table", "paper", "--format", "json", "--bootstrap_iters", "500")
+    table = json.loads(out)["tables"][0]
+    assert [c["label"] for c in table["columns"]] == ["AL", "ALH", "MC", "A3"]
+    assert all(len(row["cells"]) == 4 for row in table["rows"])

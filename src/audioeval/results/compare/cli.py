@@ -42,7 +42,8 @@ def compare_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--unpaired",
         action="store_true",
-        help="compare runs whose episodes differ (another --seed, --task_args, data or augmentation) unpaired",
+        help="compare unpaired, from the runs' reported standard errors: for runs whose episodes differ (another "
+        "--seed, --task_args, data or augmentation), which are refused for pairing otherwise",
     )
     p.add_argument(
         "--bootstrap_iters", type=int, default=10_000, help="resamples and permutations (default 10000)"

@@ -49,6 +49,8 @@ def plan(runs: list[Run], baseline: int, unpaired: bool) -> Plan:
         and (keys := _common_keys([r.record.sections.pooled[g] for r in runs]))
     }
     paired, why = _pairing(runs, baseline, tasks)
+    if paired and unpaired:
+        paired, why = False, "the runs could be paired; compared unpaired as asked"
     if not paired:
         if why.startswith("pairing needs"):
             notes.append(f"unpaired: {why}")
