@@ -60,6 +60,23 @@ def test_sample_lines_read_back_as_the_records_that_write_them(toy_run):
     assert set(first.scores) >= {"accuracy", "parse_failure_rate"} and not first.failed
 
 
+def test_a_failed_sample_keeps_its_typed_failure_beside_the_message():
+    from audioeval.types import Failure
+
+    line = {**_sample(), "response": None, "error": "HTTP 429: slow down", "prediction": None, "scores": {}}
+    line |= {"latency_s": 0.5, "cached": False}
+    record = SampleRecord.from_json(line)
+    assert record.failed and record.failure is None and record.to_json() == line  # a file from before
+    failed = SampleRecord.from_json(
+        {**line, "failure": {"kind": "rate_limited", "status": 429, "detail": line["error"]}}
+    )
+    assert failed.failure == Failure("rate_limited", "HTTP 429: slow down", 429)
+    assert list(failed.to_json())[-1] == "failure" and SampleRecord.from_json(failed.to_json()) == failed
+    schema = json.loads((SCHEMA_DIR / "sample.schema.json").read_text())
+    assert problems(failed.to_json(), schema) == []
+    assert problems({**failed.to_json(), "failure": {"kind": "oops", "status": None, "detail": "x"}}, schema)
+
+
 def test_a_field_a_later_version_adds_is_kept_where_it_was():
     line = {**_sample(), "latency_s": 0.5, "cached": False, "newer_field": {"x": 1}}
     record = SampleRecord.from_json(line)

@@ -69,10 +69,6 @@ class ShotBlock:
         for stats in self.metrics.values():
             stats.n, stats.failures = self.n - stats.missing, self.errors
 
-    def __getitem__(self, metric: str) -> MetricStats:
-        """`block["accuracy"].value`, `.ci95`, `.n` ...; a KeyError for a metric the block does not report."""
-        return self.metrics[metric]
-
     def __contains__(self, metric: object) -> bool:
         return metric in self.metrics
 
@@ -80,7 +76,8 @@ class ShotBlock:
         return self.metrics.get(metric)
 
     def __getitem__(self, metric: str) -> MetricStats:
-        """`block["accuracy"].value` (`.stderr`, `.ci95`, `.missing`); a KeyError lists the block's metrics."""
+        """`block["accuracy"].value` (`.stderr`, `.ci95`, `.missing`, `.n`, `.failures`); a KeyError lists the
+        block's metrics."""
         try:
             return self.metrics[metric]
         except KeyError:

@@ -14,6 +14,8 @@ from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 from typing_extensions import TypedDict
 
+from audioeval.types import Failure
+
 
 class LoggedText(TypedDict):
     type: Literal["text"]
@@ -77,7 +79,9 @@ Judgments = dict[str, dict[str, Verdict]]
 @dataclass
 class SampleRecord:
     """One sample: which (task, episode, k), what the model was asked (`messages`, each clip as its hash) and
-    answered, how it was scored. `error` is why the model gave no answer (None when it answered)."""
+    answered, how it was scored. `error` is why the model gave no answer (None when it answered), as a message;
+    `failure` the same typed (kind, HTTP status, detail), written only for a failed sample (files written before
+    it existed have the message alone)."""
 
     task: str  # `<task>@<condition>` for a degraded copy under --augment
     episode: int
@@ -99,6 +103,7 @@ class SampleRecord:
     response_info: dict[str, Any] | None = None  # what the backend says about its answer
     spoken: SpokenBlock | None = None  # for a model that answers in speech
     judgments: Judgments | None = None  # for a judged task
+    failure: Failure | None = None  # why the model gave no answer, typed (`error` is its message)
     #: fields this version does not know, kept as read (and written back after the others)
     extra: SkipJsonSchema[dict[str, Any]] = field(default_factory=dict)
 
@@ -113,6 +118,12 @@ class SampleRecord:
         for name in _WHEN_PRESENT:
             if getattr(self, name) is not None:
                 out[name] = getattr(self, name)
+        if self.failure is not None:
+            out["failure"] = {
+                "kind": self.failure.kind,
+                "status": self.failure.status,
+                "detail": self.failure.detail,
+            }
         out.update(self.extra)
         return out
 
@@ -131,8 +142,8 @@ class SampleRecord:
 
 
 _WHEN_PRESENT = ("response_info", "spoken", "judgments")
-_ALWAYS = tuple(f.name for f in fields(SampleRecord) if f.name not in (*_WHEN_PRESENT, "extra"))
-_KNOWN = frozenset(_ALWAYS + _WHEN_PRESENT)
+_ALWAYS = tuple(f.name for f in fields(SampleRecord) if f.name not in (*_WHEN_PRESENT, "failure", "extra"))
+_KNOWN = frozenset((*_ALWAYS, *_WHEN_PRESENT, "failure"))
 
 _ADAPTER: Any = None
 

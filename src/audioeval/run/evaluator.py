@@ -461,6 +461,7 @@ class TaskPipeline:
             response_info=response.info or None,
             spoken=cast("SpokenBlock", done.spoken.block) if done.spoken is not None else None,
             judgments=cast("SampleJudgments", done.judgments),
+            failure=response.failure,
         )
 
 

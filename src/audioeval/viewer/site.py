@@ -164,6 +164,7 @@ class Site:
             "response": record.response,
             "spoken": self._spoken(i, run, record),
             "error": record.error,
+            "failure": None if record.failure is None else record.to_json()["failure"],
             "prediction": record.prediction,
             "target": record.target,
             "parse_failure": record.parse_failure,
