@@ -156,7 +156,7 @@ def test_the_baseline_is_chosen_by_flag(runs):
 # --- bad input ----------------------------------------------------------------------------------------------
 def test_a_folder_that_is_not_a_run_is_one_line(runs, tmp_path):
     code, _, err = _compare(str(tmp_path), str(runs["chance"]))
-    assert code == 2 and "is not an audioeval run folder" in err and "Traceback" not in err
+    assert code == 2 and "not a run folder (no results.json)" in err and "Traceback" not in err
     code, _, err = _compare(str(runs["chance"]))
     assert code == 2 and "at least two run folders" in err
     code, _, err = _compare(str(runs["chance"]), str(runs["majority"]), "--format", "pdf")
@@ -173,7 +173,7 @@ def test_a_damaged_sample_line_is_named_with_file_and_line(runs, tmp_path):
     lines[4] = lines[4][: len(lines[4]) // 2]
     path.write_text("\n".join(lines) + "\n")
     code, _, err = _compare(str(runs["chance"]), str(damaged))
-    assert code == 2 and f"{path}:5: not a sample record" in err and "Traceback" not in err
+    assert code == 2 and f"{path}:5: not a JSON line" in err and "Traceback" not in err
 
 
 def test_runs_of_partly_different_tasks_compare_the_common_ones(runs, tmp_path):
