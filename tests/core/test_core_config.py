@@ -256,7 +256,10 @@ def test_a_parameter_value_can_raise_the_smallest_k_and_bad_floors_are_named(tmp
     assert "skipping k=[0, 1] (this task needs k >= 2 with style=terse)" in caplog.text
     with pytest.raises(UsageError, match="needs k >= 2 with style=terse"):
         _prepare(folder, "toy_tones", num_fewshot=[1], task_args={"style": "terse"})
-    for bad, message in (("{loud: 2}", "not among its choices"), ("{terse: -1}", "smallest k")):
+    for bad, message in (
+        ("{loud: 2}", "not among its choices"),
+        ("{terse: -1}", r"`parameters.style.min_shots.terse` must be at least 0, got -1"),
+    ):
         path.write_text(
             original.replace("choices: [plain, terse]}", f"choices: [plain, terse], min_shots: {bad}}}")
         )

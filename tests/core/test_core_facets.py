@@ -103,7 +103,7 @@ def test_stratified_rule_within_a_facet_value_is_the_tasks_rule():
 
 
 class TwoTaskRegistry:
-    groups = {"g": GroupConfig("g", None, ["t1", "t2"], aggregate_metrics=["score", "score@*"])}
+    groups = {"g": GroupConfig(name="g", members=["t1", "t2"], aggregate_metrics=["score", "score@*"])}
 
     def leaf_tasks(self, name):
         return ["t1", "t2"]
@@ -135,7 +135,7 @@ def test_a_pooled_group_facet_is_the_plain_mean_over_all_its_tasks_samples():
     class Pooled(TwoTaskRegistry):
         groups = {
             "g": GroupConfig(
-                "g", None, ["t1", "t2"], aggregate_metrics=["score"], facet_aggregation="pooled_mean"
+                name="g", members=["t1", "t2"], aggregate_metrics=["score"], facet_aggregation="pooled_mean"
             )
         }
 
@@ -242,7 +242,7 @@ def test_facet_draws_are_kept_only_for_groups_that_average_task_facets():
     from audioeval.results.aggregate import needs_facet_draws
 
     class Pooled(TwoTaskRegistry):
-        groups = {"g": GroupConfig("g", None, ["t1", "t2"], facet_aggregation="pooled_mean")}
+        groups = {"g": GroupConfig(name="g", members=["t1", "t2"], facet_aggregation="pooled_mean")}
 
     assert needs_facet_draws(TwoTaskRegistry(), ["g"], "t1")
     assert not needs_facet_draws(TwoTaskRegistry(), [], "t1")

@@ -23,7 +23,7 @@ RULE = PooledRule(
 class Registry:
     """Two tasks in group g, which pools them."""
 
-    groups = {"g": GroupConfig("g", None, ["t1", "t2"], pooled=RULE)}
+    groups = {"g": GroupConfig(name="g", members=["t1", "t2"], pooled=RULE)}
 
     def leaf_tasks(self, name):
         return self.groups[name].members if name in self.groups else [name]
@@ -70,7 +70,7 @@ def test_a_group_without_the_rule_or_outside_the_run_has_no_pooled_block():
     rows = {"t1": [row(0, 0, strict=1.0)]}
     assert aggregate_pooled(Registry(), [], rows, 100, 0) == {}
     plain = Registry()
-    plain.groups = {"g": GroupConfig("g", None, ["t1", "t2"])}
+    plain.groups = {"g": GroupConfig(name="g", members=["t1", "t2"])}
     assert aggregate_pooled(plain, ["g"], rows, 100, 0) == {}
 
 
@@ -92,7 +92,7 @@ def test_a_malformed_rule_is_one_line_naming_the_file_and_line(tmp_path, text, m
 
 
 def test_the_rule_reads_lists_of_k_and_a_lower_bound():
-    rule = read_pooled({"metrics": ["m"], "settings": {"zero": [0], "few": {"min": 1}}}, "g.yaml:3")
+    rule = read_pooled({"metrics": ["m"], "settings": {"zero": [0], "few": {"min": 1}}})
     assert rule is not None and not rule.settings["zero"].holds(1) and rule.settings["zero"].holds(0)
     assert (
         rule.settings["few"].holds(1) and rule.settings["few"].holds(8) and not rule.settings["few"].holds(0)

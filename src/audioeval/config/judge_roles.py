@@ -1,6 +1,6 @@
 """A task's judge roles made ready to run: each role's template compiled and its verdict reader looked up.
 
-The YAML shape of `judge:` is checked by the task schema (config.py); this step needs the template engine and
+The YAML shape of `judge:` is checked by the task schema (task.py: JudgeSpec); this step needs the template engine and
 the verdict readers, and runs when a task is discovered, so a broken role shows whether or not --judge is
 given."""
 
@@ -53,28 +53,20 @@ class JudgeRole:
 
 
 def load_roles(config: TaskConfig) -> list[JudgeRole]:
-    spec = config.judge or {}
+    if config.judge is None:
+        return []
     where = str(config.path)
     env = make_environment([config.dir_of("judge"), config.directory])
     roles = []
-    for name, role in spec.get("roles", {}).items():
-        reader = VERDICTS.resolve(role["verdict"], config.dir_of("judge"), f"{where}: judge role {name!r}")
-        path = (config.dir_of("judge") / role["template"]).resolve()
+    for name, role in config.judge.roles.items():
+        reader = VERDICTS.resolve(role.verdict, config.dir_of("judge"), f"{where}: judge role {name!r}")
+        path = (config.dir_of("judge") / role.template).resolve()
         try:
-            when = env.compile_expression(role["when"]) if role.get("when") else None
+            when = env.compile_expression(role.when) if role.when else None
         except jinja2.TemplateSyntaxError as err:
             raise ConfigError(
                 f"{where}: judge role {name!r}: `when` is not a Jinja expression: {err}."
             ) from err
-        roles.append(
-            JudgeRole(
-                name,
-                compile_file(env, path, f"judge role {name!r} of task {config.name!r}"),
-                path,
-                reader,
-                bool(role.get("swap", False)),
-                when,
-                int(role.get("max_tokens", 1024)),
-            )
-        )
+        template = compile_file(env, path, f"judge role {name!r} of task {config.name!r}")
+        roles.append(JudgeRole(name, template, path, reader, role.swap, when, role.max_tokens))
     return roles

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from audioeval.errors import ConfigError
+from audioeval.config.fields import Problem
 
 
 @dataclass(frozen=True)
@@ -33,30 +33,28 @@ class PooledRule:
     settings: dict[str, ShotSetting]
 
 
-def read_pooled(value: Any, where: str) -> PooledRule | None:
-    """The rule as a group file declares it (`where`: the file and line, for messages)."""
-    if value is None:
-        return None
+def read_pooled(value: Any) -> PooledRule | None:
+    """The rule as a group file declares it; Problem (worded for the `pooled` key) when it is malformed."""
+    if value is None or isinstance(value, PooledRule):
+        return value
     if not isinstance(value, dict) or set(value) != {"metrics", "settings"}:
-        raise ConfigError(f"{where}: `pooled` must be a mapping with `metrics` and `settings`.")
+        raise Problem("`pooled` must be a mapping with `metrics` and `settings`.")
     metrics = value["metrics"]
     if not isinstance(metrics, list) or not metrics or not all(isinstance(m, str) and m for m in metrics):
-        raise ConfigError(f"{where}: `pooled.metrics` must be a list of metric names or globs.")
+        raise Problem("`pooled.metrics` must be a list of metric names or globs.")
     settings = value["settings"]
     if not isinstance(settings, dict) or not settings:
-        raise ConfigError(
-            f"{where}: `pooled.settings` must map setting names to shot counts, e.g. {{one-shot: [1]}}."
-        )
-    return PooledRule(tuple(metrics), {str(n): _setting(str(n), s, where) for n, s in settings.items()})
+        raise Problem("`pooled.settings` must map setting names to shot counts, e.g. {one-shot: [1]}.")
+    return PooledRule(tuple(metrics), {str(n): _setting(str(n), s) for n, s in settings.items()})
 
 
-def _setting(name: str, spec: Any, where: str) -> ShotSetting:
+def _setting(name: str, spec: Any) -> ShotSetting:
     if isinstance(spec, list) and spec and all(_is_k(k) for k in spec):
         return ShotSetting(ks=tuple(spec))
     if isinstance(spec, dict) and set(spec) == {"min"} and _is_k(spec["min"]):
         return ShotSetting(min_k=spec["min"])
-    raise ConfigError(
-        f"{where}: pooled setting {name!r} must be a list of shot counts such as [1] or {{min: 1}} "
+    raise Problem(
+        f"pooled setting {name!r} must be a list of shot counts such as [1] or {{min: 1}} "
         f"(every evaluated k from 1 up), got {spec!r}."
     )
 

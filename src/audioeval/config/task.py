@@ -1,49 +1,62 @@
-"""Task and group configurations: YAML files read with yaml.safe_load and validated field by field."""
+"""Task and group configurations: YAML files read with yaml.safe_load and checked against their declared keys.
+
+`TaskKeys` and `GroupKeys` declare every key once (type, default, bounds, help, and the check of what a type
+cannot say); loading, the one-line errors (file:line, close matches), `--task_args list` and the key tables of
+docs/architecture.md all come from them (tests/core/test_task_schema.py fails when the docs drift).
+`TaskConfig` and `GroupConfig` are those keys as loaded, plus where they were read from.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import re
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import yaml
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    Field,
+    PlainValidator,
+    TypeAdapter,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
+from audioeval.config.fields import (
+    Arg,
+    Count,
+    Declared,
+    FieldProblem,
+    Mapping,
+    Problem,
+    Text,
+    markdown_table,
+    model_rows,
+    read_model,
+    takes,
+)
 from audioeval.config.pooled import PooledRule, read_pooled
-from audioeval.errors import ConfigError, close_matches
-
-GROUP_KEYS = {
-    "group": "name of the group (required)",
-    "task": "list of member tasks or groups",
-    "description": "one line shown by --tasks list",
-    "aggregate_metrics": "metrics averaged over the member tasks (names or globs such as score@*; default: those every "
-    "member reports)",
-    "facet_aggregation": "how the group aggregates its tasks' facets: mean_of_tasks (default: the unweighted mean "
-    "of the tasks' values, like the group's own numbers) or pooled_mean (the plain mean over all the tasks' samples "
-    "with that value)",
-    "pooled": "metrics pooled over the items of all the group's tasks per shot setting, with CIs: {metrics: [names "
-    "or globs], settings: {name: [k, ...] or {min: k}}} (results.json `pooled`)",
-    "report": "registered name, module:function or ./file.py:function writing benchmark-specific tables and plots",
-    "version": "version of the group definition",
-    "metadata": "free-form information kept in results.json",
-}
-
-TEMPLATE_KEYS = {"system", "demo", "demo_answer", "query", "prompt"}
-JUDGE_ROLE_KEYS = {"template", "verdict", "swap", "when", "max_tokens"}
-PARAMETER_KEYS = {"default", "type", "choices", "help", "builder_kwarg", "min_shots"}
-PARAMETER_TYPES = {"str": str, "int": int, "float": float, "bool": bool}
+from audioeval.errors import ConfigError
 
 
-def _line_of(text: str, key: str) -> int | None:
-    match = re.search(rf"^\s*{re.escape(key)}\s*:", text, flags=re.MULTILINE)
-    return text[: match.start()].count("\n") + 1 if match else None
+def _line_of(text: str, keys: tuple[str | int, ...]) -> int | None:
+    """The line of `keys[0]`, then of each key inside it that has a line of its own (block style)."""
+    line, position = None, 0
+    for key in (k for k in keys if isinstance(k, str)):
+        match = re.compile(rf"^\s*{re.escape(key)}\s*:", flags=re.MULTILINE).search(text, position)
+        if match is None:
+            break
+        line, position = text[: match.start()].count("\n") + 1, match.end()
+    return line
 
 
-def _where(path: Path, text: str, key: str) -> str:
-    line = _line_of(text, key)
+def _where(path: Path, text: str, *keys: str | int) -> str:
+    line = _line_of(text, keys)
     return f"{path}:{line}" if line else str(path)
 
 
@@ -73,42 +86,54 @@ def read_yaml(path: Path) -> tuple[dict[str, Any], str]:
     return data, text
 
 
-@dataclass
-class TaskParameter:
-    name: str
-    default: Any
-    type: str = "str"
-    choices: list[Any] | None = None
-    help: str = ""
-    builder_kwarg: str | None = None
-    min_shots: dict[Any, int] = field(default_factory=dict)  # value -> smallest k the task allows with it
+# ---- task parameters (--task_args) ----------------------------------------------------------------------------
 
-    def coerce(self, value: Any, source: str) -> Any:
+#: what a parameter's `type:` names -> the declared type its values are read as (a number given for a `str`
+#: parameter reads as its text; a whole number given for an `int` one as that integer)
+PARAMETER_TYPES: dict[str, Any] = {"str": Text, "int": int, "float": float, "bool": bool}
+
+
+class TaskParameter(Declared):
+    """A task parameter, settable with --task_args."""
+
+    default: Any = Arg("its value when --task_args does not set it")
+    type: Literal["str", "int", "float", "bool"] = Arg("the type of its values", default="str")
+    choices: list[Any] | None = Arg("the values it may take", default=None)
+    help: Text = Arg("what it sets, shown by `--task_args list`", default="")
+    builder_kwarg: str | None = Arg("the builder argument its value is passed as", default=None)
+    min_shots: dict[Any, Count] = Arg(
+        "value -> the smallest k the task allows with it, e.g. {null: 1}", default_factory=dict
+    )
+
+    @model_validator(mode="after")
+    def _floors_name_choices(self) -> TaskParameter:
+        unknown = [v for v in self.min_shots if self.choices is not None and v not in self.choices]
+        if unknown:
+            raise Problem(f"`min_shots` names {unknown!r}, which is not among its choices.")
+        return self
+
+    def coerce(self, name: str, value: Any, source: str) -> Any:
+        """The value read as the parameter's type and checked against its choices; `source` names where it was
+        given (--task_args, the task file)."""
         if value is None or (isinstance(value, str) and value.lower() in ("none", "null")):
             value = None
         elif self.type != "str" or not isinstance(value, str):
-            cast = PARAMETER_TYPES[self.type]
+            declared = PARAMETER_TYPES[self.type]
             try:
-                if cast is bool and isinstance(value, str):
-                    if value.lower() not in ("true", "false"):
-                        raise ValueError(value)
-                    value = value.lower() == "true"
-                else:
-                    value = cast(value)
-            except (TypeError, ValueError) as err:
+                value = TypeAdapter(declared).validate_python(value)
+            except ValidationError as err:
                 raise ConfigError(
-                    f"{source}: parameter {self.name!r} expects {self.type}, got {value!r}."
+                    f"{source}: parameter {name!r} expects {takes(declared)}, got {value!r}."
                 ) from err
         if self.choices is not None and value not in self.choices:
             shown = ", ".join("null" if c is None else str(c) for c in self.choices)
-            raise ConfigError(f"{source}: parameter {self.name!r} must be one of: {shown}; got {value!r}.")
+            raise ConfigError(f"{source}: parameter {name!r} must be one of: {shown}; got {value!r}.")
         return value
 
 
 # Parameters every task has, whatever its YAML declares.
 CORE_PARAMETERS = {
     "dataset": TaskParameter(
-        name="dataset",
         default=None,
         help="read the episodes from a folder written by `audioeval build` or a Hugging Face dataset "
         "(org/name, org/name@revision) instead of generating them; the run records the revision it read",
@@ -116,38 +141,265 @@ CORE_PARAMETERS = {
 }
 
 
-@dataclass
-class TaskConfig:
-    name: str
+# ---- the checks of what a type cannot say ---------------------------------------------------------------------
+
+
+def _folder(info: ValidationInfo, key: str) -> Path:
+    """The folder relative paths in `key` resolve against: that of the file declaring the key."""
+    context: tuple[dict[str, Path], Path] = info.context or ({}, Path.cwd())
+    origins, default = context
+    return origins.get(key, default)
+
+
+def _as_list(value: Any) -> Any:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, list | tuple) else [value]
+
+
+def _named_spec(value: Any, what: str) -> dict[str, Any]:
+    if isinstance(value, str):
+        return {"name": value, "args": {}}
+    if isinstance(value, dict) and isinstance(value.get("name"), str):
+        extra = set(value) - {"name", "args"}
+        if extra:
+            raise Problem(f"unknown key(s) {sorted(extra)} in {what}; use name and args.")
+        args = value.get("args") or {}
+        if not isinstance(args, dict):
+            raise Problem(f"{what} args must be a mapping.")
+        return {"name": value["name"], "args": args}
+    raise Problem(f"{what} must be a name or a mapping with `name` and optional `args`.")
+
+
+def _read_name(value: Any) -> Any:
+    if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z0-9_.\-]+", value):
+        raise Problem("`task` must be a name made of letters, digits, '_', '-' or '.'.")
+    return value
+
+
+def _read_parser(value: Any) -> Any:
+    return _named_spec(value, "parser")
+
+
+def _read_metrics(value: Any) -> Any:
+    metrics = [_named_spec(m, "metric") for m in _as_list(value)]
+    if not metrics:
+        raise Problem("at least one metric is required.")
+    return metrics
+
+
+def _read_aggregation(value: Any) -> Any:
+    if not isinstance(value, dict):
+        raise Problem("`aggregation` must map score names to an aggregation.")
+    for key, agg in value.items():
+        ok = agg == "mean" or (
+            isinstance(agg, dict)
+            and len(agg) == 1
+            and set(agg) <= {"ratio", "stratified_mean"}
+            and isinstance(next(iter(agg.values())), list)
+            and len(next(iter(agg.values()))) == 2
+        )
+        if not ok:
+            raise Problem(
+                f"aggregation of {key!r} must be `mean`, `{{ratio: [numerator, denominator]}}` "
+                "or `{stratified_mean: [stratum, weight]}`."
+            )
+    return value
+
+
+def _read_directions(value: Any) -> Any:
+    return {str(k): bool(v) for k, v in value.items()} if isinstance(value, dict) else value
+
+
+def _read_cluster(value: Any) -> Any:
+    if value is not None and not (isinstance(value, str) and value.strip()):
+        raise Problem("`cluster` must be an episode metadata field name, e.g. item_id.")
+    return value
+
+
+def _read_facets(value: Any) -> Any:
+    facets = value or []
+    if not isinstance(facets, list) or not all(isinstance(f, str) and f.strip() for f in facets):
+        raise Problem("`facets` must be a list of episode metadata field names, e.g. [domain].")
+    if len(set(facets)) != len(facets):
+        raise Problem("`facets` names a field twice.")
+    return tuple(facets)
+
+
+def _read_reference_models(value: Any) -> Any:
+    references = value or []
+    if not isinstance(references, list) or not all(isinstance(m, str) and m.strip() for m in references):
+        raise Problem("`reference_models` must be a list of model names.")
+    return tuple(references)
+
+
+def _read_report(value: Any) -> Any:
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise Problem("`report` must be a registered report name, 'module:function' or './file.py:function'.")
+    return value
+
+
+TEMPLATE_ROLES = ("system", "demo", "demo_answer", "query", "prompt")
+
+
+class JudgeRoleSpec(Declared):
+    """One judge role of a task's `judge: {roles: {name: ...}}`."""
+
+    template: str = Arg("the judge's whole-prompt template, relative to the file declaring `judge`")
+    verdict: str = Arg("the verdict reader: a registered name, module:function or ./file.py:function")
+    swap: bool = Arg("judge twice, the second time in swapped order, and average", default=False)
+    when: str | None = Arg("a Jinja expression: judge only the samples where it is true", default=None)
+    max_tokens: int = Arg("the judge reply's token limit", default=1024, ge=1)
+
+    @field_validator("template")
+    @classmethod
+    def _template_exists(cls, value: str, info: ValidationInfo) -> str:
+        template = (_folder(info, "judge") / value).resolve()
+        if not template.is_file():
+            raise Problem(f"template {template} does not exist.")
+        return value
+
+
+class JudgeSpec(Declared):
+    """A task's LLM judge panel."""
+
+    roles: dict[str, JudgeRoleSpec] = Arg(
+        "role name -> {template, verdict, swap, when, max_tokens}", min_length=1
+    )
+
+
+# ---- the task keys ----------------------------------------------------------------------------------------------
+
+
+class TaskKeys(Declared):
+    """The keys of a task YAML file (unknown keys are errors), in the order of the documented table."""
+
+    name: Annotated[str, PlainValidator(_read_name)] = Arg("name of the task", alias="task")
+    include: str | None = Arg("a YAML file (relative to this one) whose keys this file extends", default=None)
+    groups: Annotated[list[Text], BeforeValidator(_as_list)] = Arg(
+        "group name or list of group names the task belongs to",
+        alias="group",
+        default_factory=list,
+        shown_type="str or list",
+        shown_default="—",
+    )
+    version: Any = Arg(
+        "version of the task definition; bump it when prompts, data or scoring change", default=0
+    )
+    description: Text = Arg("one line shown by --tasks list", default="")
+    builder: str = Arg("dataset builder: a folder name in datasets_builders/ or a path to a .py file")
+    builder_config: str | None = Arg("the builder's config name", default=None)
+    builder_kwargs: Mapping = Arg("keyword arguments for the builder config", default_factory=dict)
+    split: Text = Arg("dataset split", default="test")
+    num_fewshot: Annotated[list[Count], BeforeValidator(_as_list), Field(min_length=1)] = Arg(
+        "default list of shot counts k", default_factory=lambda: [0], shown_type="int or list"
+    )
+    min_shots: Count = Arg("smallest allowed k", default=0)
+    templates: dict[str, Path] = Arg(
+        "prompt templates: system/demo/demo_answer/query, or one whole-prompt template `prompt`"
+    )
+    target: str = Arg("Jinja expression string for the reference answer, e.g. '{{ query.label }}'")
+    label_space: list[Text] | str | None = Arg(
+        "list of labels, or a Jinja expression giving the list per episode (used by `chance`)",
+        default=None,
+        shown_type="list or str",
+    )
+    parser: Annotated[dict[str, Any], PlainValidator(_read_parser)] = Arg(
+        "the response parser (registered name, module:function or ./file.py:function), or "
+        "{name: ..., args: {...}}",
+        default_factory=lambda: {"name": "identity", "args": {}},
+        shown_type="name or mapping",
+        shown_default="`identity`",
+    )
+    metrics: Annotated[list[dict[str, Any]], PlainValidator(_read_metrics)] = Arg(
+        "list of evaluate metric modules from metrics/: names or {name: ..., args: {...}}"
+    )
+    aggregation: Annotated[Mapping, AfterValidator(_read_aggregation)] = Arg(
+        "per-sample score (or glob such as score@*) -> aggregation: mean, {ratio: [numerator, denominator]} or "
+        "{stratified_mean: [stratum, weight]}",
+        default_factory=dict,
+    )
+    higher_is_better: Annotated[Mapping, AfterValidator(_read_directions)] = Arg(
+        "per-metric direction, e.g. {wer: false}", default_factory=dict
+    )
+    generation_kwargs: Mapping = Arg(
+        "generation settings passed to the model (merged with --gen_kwargs)", default_factory=dict
+    )
+    parameters: Annotated[dict[str, TaskParameter], BeforeValidator(lambda v: {} if v is None else v)] = Arg(
+        "task parameters settable with --task_args: {name: {default, type, choices, help, builder_kwarg, "
+        "min_shots}} (the table below)",
+        default_factory=dict,
+    )
+    facets: Annotated[tuple[str, ...], PlainValidator(_read_facets)] = Arg(
+        "episode metadata fields (dotted for nested, e.g. variation.gender) whose values every metric is also "
+        "aggregated by, with CIs (results.json `facets`)",
+        default=(),
+        shown_default="`[]`",
+    )
+    cluster: Annotated[str | None, PlainValidator(_read_cluster)] = Arg(
+        "episode metadata field (dotted for nested) whose equal values mark episodes that share their data (one "
+        "query spoken in several voices, one recording asked about twice): `audioeval compare` resamples such "
+        "episodes together (default: every episode on its own)",
+        default=None,
+    )
+    reference_models: Annotated[tuple[str, ...], PlainValidator(_read_reference_models)] = Arg(
+        "offline models (e.g. a benchmark's own baseline) also scored on the run's own episodes, whatever "
+        "--model is (results.json `reference_models`)",
+        default=(),
+        shown_default="`[]`",
+    )
+    judge: JudgeSpec | None = Arg(
+        "LLM judge panel: {roles: {name: {template, verdict, swap, when, max_tokens}}}, checked when the task "
+        "loads",
+        default=None,
+    )
+    report: Annotated[str | None, PlainValidator(_read_report)] = Arg(
+        "registered name, module:function or ./file.py:function writing benchmark-specific tables and plots",
+        default=None,
+    )
+    metadata: Mapping = Arg("free-form information kept in results.json", default_factory=dict)
+
+    @field_validator("templates", mode="before")
+    @classmethod
+    def _templates(cls, value: Any, info: ValidationInfo) -> Any:
+        if not isinstance(value, dict) or not value:
+            raise Problem("`templates` must map template roles to files.")
+        unknown = set(value) - set(TEMPLATE_ROLES)
+        if unknown:
+            raise Problem(f"unknown template role(s) {sorted(unknown)}; use {sorted(TEMPLATE_ROLES)}.")
+        if "prompt" in value and len([k for k, v in value.items() if v]) > 1:
+            raise Problem("give either one `prompt` template or system/demo/query templates.")
+        if "prompt" not in value and "query" not in value:
+            raise Problem("a `query` template (or a whole `prompt` template) is required.")
+        templates: dict[str, Path] = {}
+        for role, rel in value.items():
+            if rel is None:
+                continue
+            path = (_folder(info, "templates") / str(rel)).resolve()
+            if not path.is_file():
+                raise Problem(f"template {role!r} file {path} does not exist.")
+            templates[role] = path
+        return templates
+
+    @field_validator("parameters", mode="after")
+    @classmethod
+    def _with_core_parameters(cls, value: dict[str, TaskParameter]) -> dict[str, TaskParameter]:
+        for name, core in CORE_PARAMETERS.items():
+            if name in value:
+                raise Problem(
+                    f"parameter name {name!r} is reserved: every task has it ({core.help}).", (name,)
+                )
+        return {**value, **CORE_PARAMETERS}
+
+
+class TaskConfig(TaskKeys):
+    """A task as loaded: its keys, where they come from and, once resolved for a run, its parameter values."""
+
     path: Path
-    raw: dict[str, Any]
-    groups: list[str]
-    version: Any
-    description: str
-    builder: str
-    builder_config: str | None
-    builder_kwargs: dict[str, Any]
-    split: str
-    num_fewshot: list[int]
-    min_shots: int
-    templates: dict[str, Path]
-    target: str
-    label_space: list[str] | str | None
-    parser: dict[str, Any]
-    metrics: list[dict[str, Any]]
-    aggregation: dict[str, Any]
-    higher_is_better: dict[str, bool]
-    generation_kwargs: dict[str, Any]
-    parameters: dict[str, TaskParameter]
-    judge: dict[str, Any] | None
-    report: str | None
-    metadata: dict[str, Any]
-    facets: tuple[str, ...] = ()
-    cluster: str | None = None  # episode metadata field: episodes with equal values share their data
-    reference_models: tuple[str, ...] = ()
-    param_values: dict[str, Any] = field(default_factory=dict)
+    raw: dict[str, Any]  # the keys as written (includes merged): what the configuration hash is made of
+    origins: dict[str, Path] = Field(default_factory=dict)  # key -> folder of the file that declares it
+    param_values: dict[str, Any] = Field(default_factory=dict)
     min_shots_reason: str = ""  # the parameter value that raised min_shots, e.g. "prompt_style=null"
-    origins: dict[str, Path] = field(default_factory=dict)  # key -> folder of the file that declares it
 
     @property
     def directory(self) -> Path:
@@ -163,14 +415,12 @@ class TaskConfig:
         values = {}
         for name, spec in self.parameters.items():
             raw = overrides.get(name, spec.default)
-            values[name] = spec.coerce(raw, source if name in overrides else str(self.path))
+            values[name] = spec.coerce(name, raw, source if name in overrides else str(self.path))
         kwargs = dict(self.builder_kwargs)
         for name, spec in self.parameters.items():
             if spec.builder_kwarg:
                 kwargs[spec.builder_kwarg] = values[name]
-        clone = TaskConfig(**{**self.__dict__})
-        clone.param_values = values
-        clone.builder_kwargs = kwargs
+        clone = self.model_copy(update={"param_values": values, "builder_kwargs": kwargs})
         for name, spec in self.parameters.items():
             needed = spec.min_shots.get(values[name], 0)
             if needed > clone.min_shots:
@@ -191,33 +441,48 @@ class TaskConfig:
         return hashlib.sha256(blob.encode()).hexdigest()
 
 
-@dataclass
-class GroupConfig:
-    name: str
-    path: Path | None
-    members: list[str]
-    description: str = ""
-    aggregate_metrics: list[str] | None = None
-    report: str | None = None
-    version: Any = None
-    metadata: dict[str, Any] = field(default_factory=dict)
-    facet_aggregation: str = "mean_of_tasks"
-    pooled: PooledRule | None = None
+# ---- the group keys ---------------------------------------------------------------------------------------------
 
 
-FACET_AGGREGATIONS = ("mean_of_tasks", "pooled_mean")
+class GroupKeys(Declared):
+    """The keys of a group YAML file (a file whose `task:` is a list)."""
+
+    name: str = Arg("name of the group", alias="group")
+    members: Annotated[list[str], BeforeValidator(_as_list)] = Arg(
+        "list of member tasks or groups", alias="task", default_factory=list
+    )
+    description: Text = Arg("one line shown by --tasks list", default="")
+    aggregate_metrics: list[str] | None = Arg(
+        "metrics averaged over the member tasks (names or globs such as score@*; default: those every member "
+        "reports)",
+        default=None,
+    )
+    facet_aggregation: Literal["mean_of_tasks", "pooled_mean"] = Arg(
+        "how the group aggregates its tasks' facets: mean_of_tasks (the unweighted mean of the tasks' values, "
+        "like the group's own numbers) or pooled_mean (the plain mean over all the tasks' samples with that "
+        "value)",
+        default="mean_of_tasks",
+    )
+    pooled: Annotated[PooledRule | None, PlainValidator(read_pooled)] = Arg(
+        "metrics pooled over the items of all the group's tasks per shot setting, with CIs: {metrics: [names or "
+        "globs], settings: {name: [k, ...] or {min: k}}} (results.json `pooled`)",
+        default=None,
+    )
+    report: str | None = Arg(
+        "registered name, module:function or ./file.py:function writing benchmark-specific tables and plots",
+        default=None,
+    )
+    version: Any = Arg("version of the group definition", default=None)
+    metadata: Mapping = Arg("free-form information kept in results.json", default_factory=dict)
 
 
-def _check_keys(data: dict[str, Any], allowed: dict[str, str], path: Path, text: str, what: str) -> None:
-    for key in data:
-        if key not in allowed:
-            hints = close_matches(str(key), allowed)
-            hint = (
-                f" Did you mean {', '.join(hints)}?"
-                if hints
-                else f" Allowed keys: {', '.join(sorted(allowed))}."
-            )
-            raise ConfigError(f"{_where(path, text, str(key))}: unknown {what} key {key!r}.{hint}")
+class GroupConfig(GroupKeys):
+    """A group: its keys and the file they were read from (None: a group only named by its tasks' `group:`)."""
+
+    path: Path | None = None
+
+
+# ---- loading ----------------------------------------------------------------------------------------------------
 
 
 def _load_with_includes(
@@ -239,504 +504,58 @@ def _load_with_includes(
     return {**base, **data}, text, {**base_origins, **origins}
 
 
-def _as_list(value: Any) -> list[Any]:
-    if value is None:
-        return []
-    return list(value) if isinstance(value, list | tuple) else [value]
-
-
-def _named_spec(value: Any, where: str, what: str) -> dict[str, Any]:
-    if isinstance(value, str):
-        return {"name": value, "args": {}}
-    if isinstance(value, dict) and isinstance(value.get("name"), str):
-        extra = set(value) - {"name", "args"}
-        if extra:
-            raise ConfigError(f"{where}: unknown key(s) {sorted(extra)} in {what}; use name and args.")
-        args = value.get("args") or {}
-        if not isinstance(args, dict):
-            raise ConfigError(f"{where}: {what} args must be a mapping.")
-        return {"name": value["name"], "args": args}
-    raise ConfigError(f"{where}: {what} must be a name or a mapping with `name` and optional `args`.")
-
-
-# ---- The task schema: one table of keys. TaskConfig's fields, load_task_config's validation and the key table
-# in docs/architecture.md all come from TASK_SCHEMA (tests/core/test_task_schema.py fails when the doc drifts).
-
-
-@dataclass(frozen=True)
-class KeySite:
-    """Where a key's value is read: its `file:line` for messages and the folder its relative paths resolve
-    against (that of the file declaring the key, which differs from the task file's through `include:`)."""
-
-    where: str
-    folder: Path
-    path: Path  # the task file and its text, to point at a line inside the key's value
-    text: str
-
-    def fail(self, message: str) -> ConfigError:
-        return ConfigError(f"{self.where}: {message}")
-
-    def fail_at(self, inner_key: str, message: str) -> ConfigError:
-        """An error pointing at the line of `inner_key` (a parameter name, say) when this file has one."""
-        return ConfigError(f"{_where(self.path, self.text, inner_key)}: {message}")
-
-
-@dataclass(frozen=True)
-class TaskKey:
-    name: str
-    type: str  # as shown in the docs
-    default: Any  # the value read when the key is absent; REQUIRED when it must be given
-    help: str
-    read: Callable[[Any, KeySite], Any]  # checks the YAML value and returns it as TaskConfig holds it
-    attr: str | None  # the TaskConfig field it fills (None: consumed while loading, like `include`)
-
-
-class _Required:
-    def __repr__(self) -> str:
-        return "REQUIRED"
-
-
-REQUIRED: Any = _Required()
-
-
-def _read_name(value: Any, site: KeySite) -> str:
-    if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z0-9_.\-]+", value):
-        raise site.fail("`task` must be a name made of letters, digits, '_', '-' or '.'.")
-    return value
-
-
-def _read_builder(value: Any, site: KeySite) -> str:
-    if not isinstance(value, str):
-        raise site.fail("`builder` is required (a datasets_builders/ folder name).")
-    return value
-
-
-def _read_mapping(key: str) -> Callable[[Any, KeySite], dict[str, Any]]:
-    def read(value: Any, site: KeySite) -> dict[str, Any]:
-        if value is not None and not isinstance(value, dict):
-            raise site.fail(f"`{key}` must be a mapping.")
-        return dict(value or {})
-
-    return read
-
-
-def _read_templates(value: Any, site: KeySite) -> dict[str, Path]:
-    if not isinstance(value, dict) or not value:
-        raise site.fail("`templates` must map template roles to files.")
-    unknown = set(value) - TEMPLATE_KEYS
-    if unknown:
-        raise site.fail(f"unknown template role(s) {sorted(unknown)}; use {sorted(TEMPLATE_KEYS)}.")
-    if "prompt" in value and len([k for k, v in value.items() if v]) > 1:
-        raise site.fail("give either one `prompt` template or system/demo/query templates.")
-    if "prompt" not in value and "query" not in value:
-        raise site.fail("a `query` template (or a whole `prompt` template) is required.")
-    templates: dict[str, Path] = {}
-    for role, rel in value.items():
-        if rel is None:
-            continue
-        tpath = (site.folder / str(rel)).resolve()
-        if not tpath.is_file():
-            raise site.fail(f"template {role!r} file {tpath} does not exist.")
-        templates[role] = tpath
-    return templates
-
-
-def _read_shots(value: Any, site: KeySite) -> list[int]:
-    shots = _as_list(value)
-    if not shots or not all(isinstance(k, int) and k >= 0 for k in shots):
-        raise site.fail("`num_fewshot` must be a list of non-negative integers.")
-    return [int(k) for k in shots]
-
-
-def _read_min_shots(value: Any, site: KeySite) -> int:
-    if not isinstance(value, int) or value < 0:
-        raise site.fail("`min_shots` must be a non-negative integer.")
-    return value
-
-
-def _read_target(value: Any, site: KeySite) -> str:
-    if not isinstance(value, str):
-        raise site.fail("`target` is required, e.g. target: '{{ query.label }}'.")
-    return value
-
-
-def _read_label_space(value: Any, site: KeySite) -> list[str] | str | None:
-    if value is not None and not isinstance(value, str | list):
-        raise site.fail("`label_space` must be a list or a Jinja expression string.")
-    return [str(x) for x in value] if isinstance(value, list) else value
-
-
-def _read_parser(value: Any, site: KeySite) -> dict[str, Any]:
-    return _named_spec(value, site.where, "parser")
-
-
-def _read_metrics(value: Any, site: KeySite) -> list[dict[str, Any]]:
-    metrics = [_named_spec(m, site.where, "metric") for m in _as_list(value)]
-    if not metrics:
-        raise site.fail("at least one metric is required.")
-    return metrics
-
-
-def _read_aggregation(value: Any, site: KeySite) -> dict[str, Any]:
-    aggregation = value or {}
-    if not isinstance(aggregation, dict):
-        raise site.fail("`aggregation` must map score names to an aggregation.")
-    for key, agg in aggregation.items():
-        ok = agg == "mean" or (
-            isinstance(agg, dict)
-            and len(agg) == 1
-            and set(agg) <= {"ratio", "stratified_mean"}
-            and isinstance(next(iter(agg.values())), list)
-            and len(next(iter(agg.values()))) == 2
-        )
-        if not ok:
-            raise site.fail(
-                f"aggregation of {key!r} must be `mean`, `{{ratio: [numerator, denominator]}}` "
-                "or `{stratified_mean: [stratum, weight]}`."
-            )
-    return aggregation
-
-
-def _read_directions(value: Any, site: KeySite) -> dict[str, bool]:
-    return {str(k): bool(v) for k, v in _read_mapping("higher_is_better")(value, site).items()}
-
-
-def _read_parameters(value: Any, site: KeySite) -> dict[str, TaskParameter]:
-    parameters: dict[str, TaskParameter] = {}
-    for pname, spec in _read_mapping("parameters")(value, site).items():
-        parameters[str(pname)] = _read_parameter(str(pname), spec, site)
-    for pname, core in CORE_PARAMETERS.items():
-        if pname in parameters:
-            raise site.fail_at(
-                pname, f"parameter name {pname!r} is reserved: every task has it ({core.help})."
-            )
-        parameters[pname] = core
-    return parameters
-
-
-def _read_parameter(pname: str, spec: Any, site: KeySite) -> TaskParameter:
-    if not isinstance(spec, dict) or "default" not in spec:
-        raise site.fail_at(pname, f"parameter {pname!r} needs at least a `default`.")
-    bad = set(spec) - PARAMETER_KEYS
-    if bad:
-        raise site.fail_at(pname, f"parameter {pname!r} has unknown key(s) {sorted(bad)}.")
-    ptype = spec.get("type", "str")
-    if ptype not in PARAMETER_TYPES:
-        raise site.fail_at(pname, f"parameter type must be one of {sorted(PARAMETER_TYPES)}.")
-    floors = spec.get("min_shots") or {}
-    if not isinstance(floors, dict) or not all(
-        isinstance(k, int) and not isinstance(k, bool) and k >= 0 for k in floors.values()
-    ):
-        raise site.fail_at(
-            pname,
-            f"`min_shots` of parameter {pname!r} must map values to the smallest k allowed with them, "
-            "e.g. {null: 1}.",
-        )
-    unknown = [v for v in floors if spec.get("choices") is not None and v not in spec["choices"]]
-    if unknown:
-        raise site.fail_at(
-            pname, f"`min_shots` of parameter {pname!r} names {unknown!r}, which is not among its choices."
-        )
-    return TaskParameter(
-        name=pname,
-        default=spec["default"],
-        type=ptype,
-        choices=spec.get("choices"),
-        help=spec.get("help", ""),
-        builder_kwarg=spec.get("builder_kwarg"),
-        min_shots=dict(floors),
-    )
-
-
-def _read_cluster(value: Any, site: KeySite) -> str | None:
-    if value is not None and not (isinstance(value, str) and value.strip()):
-        raise site.fail("`cluster` must be an episode metadata field name, e.g. item_id.")
-    return value
-
-
-def _read_facets(value: Any, site: KeySite) -> tuple[str, ...]:
-    facets = value or []
-    if not isinstance(facets, list) or not all(isinstance(f, str) and f.strip() for f in facets):
-        raise site.fail("`facets` must be a list of episode metadata field names, e.g. [domain].")
-    if len(set(facets)) != len(facets):
-        raise site.fail("`facets` names a field twice.")
-    return tuple(facets)
-
-
-def _read_reference_models(value: Any, site: KeySite) -> tuple[str, ...]:
-    references = value or []
-    if not isinstance(references, list) or not all(isinstance(m, str) and m.strip() for m in references):
-        raise site.fail("`reference_models` must be a list of model names.")
-    return tuple(references)
-
-
-def _read_judge(value: Any, site: KeySite) -> dict[str, Any] | None:
-    """The judge panel's roles, checked here so that a broken role shows when the task is loaded, with or
-    without --judge. The role templates are compiled and verdict readers looked up by judges.roles."""
-    if value is None:
-        return None
-    if not isinstance(value, dict):
-        raise site.fail("`judge` must be a mapping.")
-    extra = set(value) - {"roles"}
-    if extra:
-        raise site.fail(f"unknown judge key(s) {sorted(extra)}; `judge` holds `roles:`.")
-    roles = value.get("roles")
-    if not isinstance(roles, dict) or not roles:
-        raise site.fail("`judge` needs `roles:` mapping role names to {template, verdict}.")
-    for name, role in roles.items():
-        if not isinstance(role, dict) or "template" not in role or "verdict" not in role:
-            raise site.fail(f"judge role {name!r} needs `template` and `verdict`.")
-        bad = set(role) - JUDGE_ROLE_KEYS
-        if bad:
-            raise site.fail(
-                f"judge role {name!r} has unknown key(s) {sorted(bad)}; allowed: {sorted(JUDGE_ROLE_KEYS)}."
-            )
-        if not isinstance(role["verdict"], str):
-            raise site.fail(f"judge role {name!r}: `verdict` must be the name of a verdict reader.")
-        template = (site.folder / str(role["template"])).resolve()
-        if not template.is_file():
-            raise site.fail(f"judge role {name!r}: template {template} does not exist.")
-        if "swap" in role and not isinstance(role["swap"], bool):
-            raise site.fail(f"judge role {name!r}: `swap` must be true or false.")
-        if "max_tokens" in role and not (isinstance(role["max_tokens"], int) and role["max_tokens"] > 0):
-            raise site.fail(f"judge role {name!r}: `max_tokens` must be a positive integer.")
-        if "when" in role and not isinstance(role["when"], str):
-            raise site.fail(f"judge role {name!r}: `when` must be a Jinja expression string.")
-    return value
-
-
-def _read_report(value: Any, site: KeySite) -> str | None:
-    if value is not None and (not isinstance(value, str) or not value.strip()):
-        raise site.fail(
-            "`report` must be a registered report name, 'module:function' or './file.py:function'."
-        )
-    return value
-
-
-def _keep(value: Any, site: KeySite) -> Any:
-    return value
-
-
-def _text(value: Any, site: KeySite) -> str:
-    return str(value)
-
-
-def _groups(value: Any, site: KeySite) -> list[str]:
-    return [str(g) for g in _as_list(value)]
-
-
-def _key(
-    name: str,
-    type_: str,
-    default: Any,
-    help_: str,
-    read: Callable[[Any, KeySite], Any] = _keep,
-    attr: str | None = "",
-) -> TaskKey:
-    return TaskKey(name, type_, default, help_, read, name if attr == "" else attr)
-
-
-TASK_SCHEMA: tuple[TaskKey, ...] = (
-    _key("task", "str", REQUIRED, "name of the task", _read_name, attr="name"),
-    _key(
-        "include", "str", None, "a YAML file (relative to this one) whose keys this file extends", attr=None
-    ),
-    _key(
-        "group",
-        "str or list",
-        None,
-        "group name or list of group names the task belongs to",
-        _groups,
-        "groups",
-    ),
-    _key("version", "any", 0, "version of the task definition; bump it when prompts, data or scoring change"),
-    _key("description", "str", "", "one line shown by --tasks list", _text),
-    _key(
-        "builder",
-        "str",
-        REQUIRED,
-        "dataset builder: a folder name in datasets_builders/ or a path to a .py file",
-        _read_builder,
-    ),
-    _key("builder_config", "str", None, "the builder's config name"),
-    _key(
-        "builder_kwargs",
-        "mapping",
-        {},
-        "keyword arguments for the builder config",
-        _read_mapping("builder_kwargs"),
-    ),
-    _key("split", "str", "test", "dataset split", _text),
-    _key("num_fewshot", "int or list", [0], "default list of shot counts k", _read_shots),
-    _key("min_shots", "int", 0, "smallest allowed k", _read_min_shots),
-    _key(
-        "templates",
-        "mapping",
-        REQUIRED,
-        "prompt templates: system/demo/demo_answer/query, or one whole-prompt template `prompt`",
-        _read_templates,
-    ),
-    _key(
-        "target",
-        "str",
-        REQUIRED,
-        "Jinja expression string for the reference answer, e.g. '{{ query.label }}'",
-        _read_target,
-    ),
-    _key(
-        "label_space",
-        "list or str",
-        None,
-        "list of labels, or a Jinja expression giving the list per episode (used by `chance`)",
-        _read_label_space,
-    ),
-    _key(
-        "parser",
-        "name or mapping",
-        "identity",
-        "the response parser (registered name, module:function or ./file.py:function), or {name: ..., args: {...}}",
-        _read_parser,
-    ),
-    _key(
-        "metrics",
-        "list",
-        REQUIRED,
-        "list of evaluate metric modules from metrics/: names or {name: ..., args: {...}}",
-        _read_metrics,
-    ),
-    _key(
-        "aggregation",
-        "mapping",
-        {},
-        "per-sample score (or glob such as score@*) -> aggregation: mean, {ratio: [numerator, denominator]} or {stratified_mean: [stratum, weight]}",
-        _read_aggregation,
-    ),
-    _key("higher_is_better", "mapping", {}, "per-metric direction, e.g. {wer: false}", _read_directions),
-    _key(
-        "generation_kwargs",
-        "mapping",
-        {},
-        "generation settings passed to the model (merged with --gen_kwargs)",
-        _read_mapping("generation_kwargs"),
-    ),
-    _key(
-        "parameters",
-        "mapping",
-        {},
-        "task parameters settable with --task_args: {name: {default, type, choices, help, builder_kwarg, min_shots}}",
-        _read_parameters,
-    ),
-    _key(
-        "facets",
-        "list of str",
-        [],
-        "episode metadata fields (dotted for nested, e.g. variation.gender) whose values every metric is also "
-        "aggregated by, with CIs (results.json `facets`)",
-        _read_facets,
-    ),
-    _key(
-        "cluster",
-        "str",
-        None,
-        "episode metadata field (dotted for nested) whose equal values mark episodes that share their data (one "
-        "query spoken in several voices, one recording asked about twice): `audioeval compare` resamples such "
-        "episodes together (default: every episode on its own)",
-        _read_cluster,
-    ),
-    _key(
-        "reference_models",
-        "list of str",
-        [],
-        "offline models (e.g. a benchmark's own baseline) also scored on the run's own episodes, whatever --model is "
-        "(results.json `reference_models`)",
-        _read_reference_models,
-    ),
-    _key(
-        "judge",
-        "mapping",
-        None,
-        "LLM judge panel: {roles: {name: {template, verdict, swap, when, max_tokens}}}, checked when the task loads",
-        _read_judge,
-    ),
-    _key(
-        "report",
-        "str",
-        None,
-        "registered name, module:function or ./file.py:function writing benchmark-specific tables and plots",
-        _read_report,
-    ),
-    _key("metadata", "mapping", {}, "free-form information kept in results.json", _read_mapping("metadata")),
-)
-TASK_KEYS = {key.name: key.help for key in TASK_SCHEMA}
+def _config_error(problem: FieldProblem, path: Path, text: str, what: str) -> ConfigError:
+    """The problem as one line naming the file and the line of the key at fault."""
+    where = _where(path, text, *problem.path)
+    if problem.kind == "unknown" and len(problem.path) == 1:
+        message = problem.unknown(f"{what} key")
+    elif problem.custom and len(problem.path) > 1:
+        message = f"`{problem.dotted}`: {problem.words}"
+    else:
+        message = problem.message()
+    return ConfigError(f"{where}: {message}")
 
 
 def load_task_config(path: Path) -> TaskConfig:
     path = path.resolve()
     data, text, origins = _load_with_includes(path)
-    _check_keys(data, TASK_KEYS, path, text, "task")
-    values = {}
-    for key in TASK_SCHEMA:
-        value = data[key.name] if key.name in data else key.default
-        site = KeySite(_where(path, text, key.name), origins.get(key.name, path.parent), path, text)
-        read = key.read(None if value is REQUIRED else value, site)
-        if key.attr:
-            values[key.attr] = read
-    return TaskConfig(path=path, raw=data, origins=origins, **values)
-
-
-def schema_markdown() -> str:
-    """The key table of docs/architecture.md, as TASK_SCHEMA defines it."""
-    rows = ["| key | type | default | meaning |", "|---|---|---|---|"]
-    for key in TASK_SCHEMA:
-        default = (
-            "required"
-            if key.default is REQUIRED
-            else "—"
-            if key.default is None
-            else f"`{json.dumps(key.default)}`"
-        )
-        meaning = key.help.replace("|", "\\|")
-        rows.append(f"| `{key.name}` | {key.type} | {default} | {meaning} |")
-    return "\n".join(rows)
+    try:
+        keys = read_model(TaskKeys, data, context=(origins, path.parent))
+    except FieldProblem as problem:
+        raise _config_error(problem, path, text, "task") from None
+    return TaskConfig.model_construct(**dict(keys), path=path, raw=data, origins=origins)
 
 
 def load_group_config(path: Path) -> GroupConfig:
     path = path.resolve()
     data, text = read_yaml(path)
-    _check_keys(data, GROUP_KEYS, path, text, "group")
-    name = data.get("group")
-    if not isinstance(name, str):
-        raise ConfigError(f"{_where(path, text, 'group')}: `group` must be a name.")
-    members = data.get("task") or []
-    if not isinstance(members, list) or not all(isinstance(m, str) for m in members):
-        raise ConfigError(
-            f"{_where(path, text, 'task')}: a group's `task` must be a list of task or group names."
-        )
-    agg = data.get("aggregate_metrics")
-    if agg is not None and not (isinstance(agg, list) and all(isinstance(a, str) for a in agg)):
-        raise ConfigError(
-            f"{_where(path, text, 'aggregate_metrics')}: `aggregate_metrics` must be a list of names."
-        )
-    facet_aggregation = data.get("facet_aggregation", FACET_AGGREGATIONS[0])
-    if facet_aggregation not in FACET_AGGREGATIONS:
-        raise ConfigError(
-            f"{_where(path, text, 'facet_aggregation')}: `facet_aggregation` must be one of "
-            f"{', '.join(FACET_AGGREGATIONS)}, got {facet_aggregation!r}."
-        )
-    return GroupConfig(
-        name=name,
-        path=path,
-        members=list(members),
-        description=str(data.get("description", "")),
-        aggregate_metrics=agg,
-        report=data.get("report"),
-        version=data.get("version"),
-        metadata=dict(data.get("metadata") or {}),
-        facet_aggregation=facet_aggregation,
-        pooled=read_pooled(data.get("pooled"), _where(path, text, "pooled")),
-    )
+    try:
+        keys = read_model(GroupKeys, data)
+    except FieldProblem as problem:
+        raise _config_error(problem, path, text, "group") from None
+    return GroupConfig.model_construct(**dict(keys), path=path)
 
 
 def is_group_file(data: dict[str, Any]) -> bool:
     """Group files list their members under `task`; task files name themselves there."""
     return isinstance(data.get("task"), list)
+
+
+# ---- the documented tables --------------------------------------------------------------------------------------
+
+_HEADERS = ("key", "type", "default", "meaning")
+
+
+def schema_markdown() -> str:
+    """The task key table of docs/architecture.md, as TaskKeys declares it."""
+    return markdown_table(_HEADERS, model_rows(TaskKeys))
+
+
+def group_schema_markdown() -> str:
+    """The group key table of docs/architecture.md, as GroupKeys declares it."""
+    return markdown_table(_HEADERS, model_rows(GroupKeys))
+
+
+def parameter_schema_markdown() -> str:
+    """The table of a task parameter's keys, as TaskParameter declares them."""
+    return markdown_table(_HEADERS, model_rows(TaskParameter))

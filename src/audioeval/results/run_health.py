@@ -75,7 +75,7 @@ def unjudged_warning(tasks: Sequence[ReportTask]) -> str | None:
     judged = [t for t in tasks if t.config.judge]
     if not judged:
         return None
-    roles = sorted({r for t in judged for r in ((t.config.judge or {}).get("roles") or {})})
+    roles = sorted({r for t in judged if t.config.judge for r in t.config.judge.roles})
     names = ", ".join(t.name for t in judged[:6]) + (
         f" and {len(judged) - 6} more" if len(judged) > 6 else ""
     )
