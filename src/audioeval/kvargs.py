@@ -4,10 +4,9 @@ and the argument parser every audioeval command uses."""
 from __future__ import annotations
 
 import argparse
-import re
 from typing import Any, NoReturn
 
-from audioeval.errors import UsageError, unknown_name_message
+from audioeval.errors import UsageError
 from audioeval.redact import redact_message
 
 
@@ -90,61 +89,3 @@ def parse_kv(text: str | None, flag: str) -> dict[str, Any]:
             raise UsageError(f"{flag}: the key {key!r} is given twice in {redact_message(text)!r}.")
         result[key] = coerce_value(value.strip())
     return result
-
-
-# --- declared arguments ---------------------------------------------------------------------------------------
-# A declaration maps each accepted key to the kind of value it takes: "int", "float", "bool", "str" or
-# "str|list" (a string or a list of strings); a trailing "?" also allows none, and ">=N" sets a minimum.
-_KIND = re.compile(r"^(int|float|bool|str|str\|list)(\?)?(?:>=(-?[0-9.]+))?$")
-_WORDS = {
-    "int": "an integer",
-    "float": "a number",
-    "bool": "true or false",
-    "str": "a string",
-    "str|list": "a string or a list of strings",
-}
-
-
-def kind_error(value: Any, kind: str) -> str | None:
-    """Why `value` is not of `kind`, or None when it is."""
-    match = _KIND.match(kind)
-    if match is None:
-        raise ValueError(f"bad kind declaration {kind!r}")
-    base, optional, minimum = match.groups()
-    if value is None:
-        return None if optional else f"expects {_WORDS[base]}, got none"
-    ok = {
-        "int": isinstance(value, int) and not isinstance(value, bool),
-        "float": isinstance(value, int | float) and not isinstance(value, bool),
-        "bool": isinstance(value, bool),
-        "str": isinstance(value, str | int | float) and not isinstance(value, bool),
-        "str|list": isinstance(value, str)
-        or (isinstance(value, list) and all(isinstance(v, str) for v in value)),
-    }[base]
-    if not ok:
-        return f"expects {_WORDS[base]}, got {value!r}"
-    if minimum is not None and not value >= float(minimum):  # `not >=` also rejects NaN
-        shown = int(float(minimum)) if float(minimum).is_integer() else float(minimum)
-        return f"must be at least {shown}, got {value!r}"
-    return None
-
-
-def annotation_kind(annotation: Any) -> str | None:
-    """The kind of a keyword argument from its annotation (`int`, `float | None`, ...); None when not plain."""
-    text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", str(annotation))
-    parts = {p.strip() for p in str(text).split("|")}
-    optional = "None" in parts
-    parts.discard("None")
-    if len(parts) != 1 or not parts <= {"int", "float", "bool", "str"}:
-        return None
-    return parts.pop() + ("?" if optional else "")
-
-
-def check_declared(values: dict[str, Any], spec: dict[str, str], what: str, error: type[Exception]) -> None:
-    """Every key must be declared (close matches are suggested) and of its declared kind."""
-    for key, value in values.items():
-        if key not in spec:
-            raise error(f"{what}: " + unknown_name_message("key", key, spec))
-        problem = kind_error(value, spec[key])
-        if problem:
-            raise error(f"{what}: {key} {problem}.")

@@ -266,3 +266,31 @@ def test_a_parameter_value_can_raise_the_smallest_k_and_bad_floors_are_named(tmp
         with pytest.raises(ConfigError, match=message) as err:
             load_task_config(path)
         assert f"{path}:" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("task_args", "values"),
+    [
+        ({"n_episodes": 1e3}, {"n_episodes": 1000}),  # a whole number written as 1e3
+        ({"n_episodes": "7"}, {"n_episodes": 7}),  # quoted on the command line
+        ({"style": "terse", "n_episodes": 3}, {"style": "terse", "n_episodes": 3}),
+    ],
+)
+def test_task_args_are_read_as_their_declared_type(toy_dir, task_args, values):
+    (task,) = _prepare(toy_dir, "toy_tones", task_args=task_args)
+    assert {k: task.config.param_values[k] for k in values} == values
+    assert all(type(task.config.param_values[k]) is type(v) for k, v in values.items())
+
+
+@pytest.mark.parametrize(
+    ("task_args", "message"),
+    [
+        ({"n_episodes": 2.5}, "--task_args: parameter 'n_episodes' expects an integer, got 2.5."),
+        ({"n_episodes": True}, "--task_args: parameter 'n_episodes' expects an integer, got True."),
+        ({"n_episodes": "many"}, "--task_args: parameter 'n_episodes' expects an integer, got 'many'."),
+    ],
+)
+def test_a_task_arg_its_type_cannot_take_is_one_line(toy_dir, task_args, message):
+    with pytest.raises(ConfigError) as err:
+        _prepare(toy_dir, "toy_tones", task_args=task_args)
+    assert str(err.value) == message

@@ -10,6 +10,7 @@ import pytest
 from audioeval.audio.wav import decode_wav
 from audioeval.errors import ModelError
 from audioeval.models.openai_chat import OpenAIChatModel
+from audioeval.models.registry import create_model
 from audioeval.testing.fake_openai import FakeOpenAIServer, Fault
 from audioeval.types import AudioClip, AudioPart, Message, Request, RequestId, TextPart
 from tests.conftest import latest_run, load_results, load_samples, run_cli
@@ -136,8 +137,12 @@ def test_token_limit_field_for_newer_models():
         )
         model.generate([_request("q", max_new_tokens=9)])
     assert server.requests[0]["max_completion_tokens"] == 9 and "max_tokens" not in server.requests[0]
-    with pytest.raises(ModelError, match="token_limit_field"):
-        OpenAIChatModel(model="m", base_url=server.base_url, token_limit_field="tokens")
+    with pytest.raises(
+        ModelError, match="token_limit_field=tokens: model 'openai' must be one of: max_tokens, max_c"
+    ):
+        create_model(
+            "openai", {"model": "m", "base_url": server.base_url, "token_limit_field": "tokens"}, 1, 0
+        )
 
 
 @pytest.mark.parametrize(
@@ -189,8 +194,10 @@ def test_family_and_token_limit_field_override_the_name():
     assert server.requests[2]["max_tokens"] == 9 and "temperature" not in server.requests[2]
     assert ok.ok and server.requests[3]["temperature"] == 1.0  # an explicit temperature is still sent
     assert chat.identity != OpenAIChatModel(model="gpt-5-mini", base_url=server.base_url).identity
-    with pytest.raises(ModelError, match="family"):
-        OpenAIChatModel(model="m", base_url=server.base_url, family="thinking")
+    with pytest.raises(
+        ModelError, match="family=thinking: model 'openai' must be one of: auto, chat, reasoning"
+    ):
+        create_model("openai", {"model": "m", "base_url": server.base_url, "family": "thinking"}, 1, 0)
 
 
 def _clip(seed: int, seconds: float = 0.5) -> AudioClip:

@@ -20,6 +20,7 @@ from model_test_helpers import tone, user_request
 from audioeval.errors import ModelError
 from audioeval.models.api.client import EndpointDown
 from audioeval.models.realtime import RealtimeModel
+from audioeval.models.registry import create_model
 from audioeval.testing.fake_openai import FakeOpenAIServer
 from audioeval.testing.fake_realtime import RATE, FakeRealtimeServer, reply_words
 from audioeval.types import Message, Request, RequestId, TextPart
@@ -212,17 +213,30 @@ def test_the_beta_session_shape_is_refused_by_the_server_and_named_by_the_backen
     assert server.errors_sent == ["missing_required_parameter"]
 
 
-def test_bad_model_args_are_one_clear_error():
-    with pytest.raises(ModelError, match="output=speech: use audio or text"):
-        RealtimeModel(model="m", base_url="http://127.0.0.1:1/v1", output="speech")
-    with pytest.raises(
-        ModelError, match="max_output_tokens=lots: the Realtime API takes a whole number from 1"
-    ):
-        RealtimeModel(model="m", base_url="http://127.0.0.1:1/v1", max_output_tokens="lots")
-    with pytest.raises(
-        ModelError, match="websocket_url=ftp://x: not a URL with a host and a scheme wss or ws"
-    ):
-        RealtimeModel(model="m", base_url="http://127.0.0.1:1/v1", websocket_url="ftp://x")
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({"output": "speech"}, "output=speech: model 'realtime' must be one of: audio, text; got 'speech'."),
+        ({"max_output_tokens": "lots"}, "max_output_tokens=lots: model 'realtime' expects an integer (from 1 to 4096), inf or none"),
+        ({"max_output_tokens": 0}, "max_output_tokens=0: model 'realtime' expects an integer (from 1 to 4096), inf or none"),
+        ({"max_output_tokens": 4097}, "max_output_tokens=4097: model 'realtime' expects an integer (from 1 to 4096), inf or none"),
+        ({"model": ""}, "model=: model 'realtime' must be non-empty, got ''."),
+        ({"session_lifetime": 0}, "session_lifetime=0: model 'realtime' must be at least 1, got 0."),
+        ({"websocket_url": "ftp://x"}, "websocket_url=ftp://x: not a URL with a host and a scheme wss or ws"),
+    ],
+)  # fmt: skip
+def test_bad_model_args_are_one_clear_error_before_anything_connects(args, message):
+    with pytest.raises(ModelError) as err:
+        create_model("realtime", {"model": "m", "base_url": "http://127.0.0.1:1/v1", **args}, 1, 0)
+    assert str(err.value).startswith("--model_args " + message)
+
+
+def test_valid_token_limits_reach_the_model_as_given():
+    for limit in (None, 1, 4096, "inf"):
+        model = create_model(
+            "realtime", {"model": "m", "base_url": "http://127.0.0.1:1/v1", "max_output_tokens": limit}, 1, 0
+        )
+        assert model.max_output_tokens == limit and model.identity["max_output_tokens"] == limit
 
 
 def _signature(responses) -> list[tuple]:

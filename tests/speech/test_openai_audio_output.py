@@ -126,7 +126,10 @@ def test_the_vllm_omni_text_choice_is_the_transcript():
     "model_args, message",
     [
         ("model=m,voice=alloy", "add audio_output=true"),
-        ("model=m,audio_output=true,audio_format=mp3", "audio_format=mp3: use wav or pcm16"),
+        (
+            "model=m,audio_output=true,audio_format=mp3",
+            "audio_format=mp3: model 'openai' must be one of: wav, pcm16",
+        ),
     ],
 )
 def test_bad_audio_arguments_are_one_clear_line(tmp_path, model_args, message):

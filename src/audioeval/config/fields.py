@@ -157,10 +157,12 @@ def read_model(model: type[M], data: Any, context: Any = None) -> M:
         raise problem_of(err, model) from None
 
 
-def check_values(values: dict[str, Any], declared: dict[str, Any] | Callable[..., Any]) -> None:
-    """`values` (`k=v` flags) checked against a dict of name -> annotation or a function's keyword arguments;
-    FieldProblem when they do not fit. The values themselves are not changed."""
-    model = _model_of(declared)
+def check_values(
+    values: dict[str, Any], declared: dict[str, Any] | Callable[..., Any], skip: tuple[str, ...] = ("self",)
+) -> None:
+    """`values` (`k=v` flags) checked against a dict of name -> annotation, or against the keyword arguments of
+    a function (but `skip`); FieldProblem when they do not fit. The values themselves are not changed."""
+    model = _model_of(declared, skip)
     try:
         model.model_validate(values, by_alias=True, by_name=False)
     except ValidationError as err:
@@ -215,16 +217,18 @@ def arguments_of(function: Callable[..., Any], skip: Iterable[str] = ("self",)) 
     }
 
 
-_models: dict[int, tuple[object, type[BaseModel]]] = {}
+_models: dict[Any, tuple[object, type[BaseModel]]] = {}
 
 
-def _model_of(declared: dict[str, Any] | Callable[..., Any]) -> type[BaseModel]:
-    """A model checking `k=v` values: one field per declared name (aliased, so any name can be declared)."""
-    cached = _models.get(id(declared))
+def _model_of(declared: dict[str, Any] | Callable[..., Any], skip: tuple[str, ...]) -> type[BaseModel]:
+    """A model checking `k=v` values: one field per declared name (aliased, so any name can be declared). Made
+    once per function, or per dict (module-level declarations: the dict is kept, so its id stays its own)."""
+    key = (declared, skip) if callable(declared) else (id(declared), skip)
+    cached = _models.get(key)
     if cached is not None and cached[0] is declared:
         return cached[1]
     if callable(declared):
-        arguments = list(arguments_of(declared).values())
+        arguments = list(arguments_of(declared, skip).values())
     else:
         arguments = [Argument(n, a, None) for n, a in declared.items()]
     fields: dict[str, Any] = {
@@ -233,7 +237,7 @@ def _model_of(declared: dict[str, Any] | Callable[..., Any]) -> type[BaseModel]:
     model = create_model(
         "Arguments", __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=True), **fields
     )
-    _models[id(declared)] = (declared, model)
+    _models[key] = (declared, model)
     return model
 
 
@@ -241,14 +245,15 @@ def _number_as_text(value: Any) -> Any:
     return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
 
 
-def _as_typed(annotation: Any) -> Any:
-    """The annotation with its plain types taken strictly (see the module docstring)."""
+def _as_typed(annotation: Any, top: bool = True) -> Any:
+    """The annotation with its plain types taken strictly (see the module docstring); a number is taken as text
+    only where the whole argument is a string."""
     base, metadata = _split(annotation)
     members = _members(base)
-    if [m for m in members if m is not type(None)] == [str]:
+    if top and [m for m in members if m is not type(None)] == [str]:
         typed: Any = Annotated[base, BeforeValidator(_number_as_text)]
     elif len(members) > 1:
-        typed = Union[tuple(_as_typed(m) for m in members)]  # noqa: UP007 - built from a tuple
+        typed = Union[tuple(_as_typed(m, top=False) for m in members)]  # noqa: UP007 - built from a tuple
     elif base in (int, bool, float):
         typed = Annotated[base, Strict()]
     else:
@@ -286,11 +291,11 @@ def problem_of(err: ValidationError, model: type[BaseModel]) -> FieldProblem:
     if kind in ("value_error", "assertion_error"):
         return FieldProblem(path, "invalid", str(error or first["msg"]), value, custom=True)
     base, _ = _split(annotation)
-    simple = len([m for m in _members(base) if m is not type(None)]) == 1
-    if simple and kind in _BOUND_ERRORS:
+    members = [m for m in _members(base) if m is not type(None)]
+    if len(members) == 1 and kind in _BOUND_ERRORS:
         return FieldProblem(path, "invalid", f"must be {bound_words(annotation)}, got {value!r}", value)
-    if simple and kind == "literal_error":
-        return FieldProblem(path, "invalid", f"must be {type_words(annotation)}; got {value!r}", value)
+    if len(members) == 1 and kind == "literal_error":
+        return FieldProblem(path, "invalid", f"must be {type_words(members[0])}; got {value!r}", value)
     return FieldProblem(path, "invalid", f"expects {takes(annotation)}, got {value!r}", value)
 
 
@@ -437,6 +442,11 @@ def type_words(annotation: Any) -> str:
     return "anything" if base is Any else getattr(base, "__name__", str(base))
 
 
+def description(annotation: Any) -> str:
+    """The description a declaration gives (its `Arg`)."""
+    return _info(annotation, PydanticUndefined).description or ""
+
+
 def takes(annotation: Any) -> str:
     """What a declaration accepts: its type words, then its bounds: "an integer (from 80 to 450)"."""
     bounds = bound_words(annotation)
@@ -548,3 +558,15 @@ def markdown_table(headers: tuple[str, ...], rows: Iterable[tuple[str, ...]], co
             cells[0] = f"`{cells[0]}`"
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def text_table(rows: Iterable[tuple[str, ...]], indent: str = "  ") -> str:
+    """Rows as aligned columns for the terminal (the last column runs on)."""
+    rows = list(rows)
+    if not rows:
+        return ""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    return "\n".join(
+        indent + "  ".join([*(c.ljust(w) for c, w in zip(r, widths, strict=False)), r[-1]]).rstrip()
+        for r in rows
+    )

@@ -88,9 +88,21 @@ def read_yaml(path: Path) -> tuple[dict[str, Any], str]:
 
 # ---- task parameters (--task_args) ----------------------------------------------------------------------------
 
+
+def _not_a_bool(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise ValueError("a number, not true or false")
+    return value
+
+
 #: what a parameter's `type:` names -> the declared type its values are read as (a number given for a `str`
-#: parameter reads as its text; a whole number given for an `int` one as that integer)
-PARAMETER_TYPES: dict[str, Any] = {"str": Text, "int": int, "float": float, "bool": bool}
+#: parameter reads as its text, a whole number given for an `int` one as that integer: `n_episodes=1e3`)
+PARAMETER_TYPES: dict[str, Any] = {
+    "str": Text,
+    "int": Annotated[int, BeforeValidator(_not_a_bool)],
+    "float": Annotated[float, BeforeValidator(_not_a_bool)],
+    "bool": bool,
+}
 
 
 class TaskParameter(Declared):
@@ -539,6 +551,19 @@ def load_group_config(path: Path) -> GroupConfig:
 def is_group_file(data: dict[str, Any]) -> bool:
     """Group files list their members under `task`; task files name themselves there."""
     return isinstance(data.get("task"), list)
+
+
+def parameter_rows(config: TaskConfig) -> list[tuple[str, str, str, str]]:
+    """(name, type, default, help) of each parameter a task takes, for `--task_args list`."""
+    rows = []
+    for name, spec in config.parameters.items():
+        kind = spec.type + (f", one of: {', '.join(_shown(c) for c in spec.choices)}" if spec.choices else "")
+        rows.append((name, kind, _shown(spec.default), spec.help))
+    return rows
+
+
+def _shown(value: Any) -> str:
+    return "—" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
 
 
 # ---- the documented tables --------------------------------------------------------------------------------------

@@ -11,13 +11,17 @@ Either way `stats` holds what the backend was asked and how it answered (results
 from __future__ import annotations
 
 import asyncio
-import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from audioeval.errors import ModelError, UsageError, unknown_name_message
-from audioeval.kvargs import annotation_kind, check_declared, kind_error
+from audioeval.config.fields import (
+    Argument,
+    FieldProblem,
+    arguments_of,
+    check_values,
+)
+from audioeval.errors import ModelError, UsageError
 from audioeval.models.endpoint_stats import EndpointStats
 from audioeval.models.generation import LOCAL_GEN_KWARGS
 from audioeval.redact import env_name_problem, env_name_refusal, is_secret_name
@@ -52,7 +56,11 @@ class ModelTask(Protocol):
 
 
 class Model(ABC):
-    """A backend. Subclasses take their --model_args as keyword arguments of __init__."""
+    """A backend. Subclasses take their --model_args as keyword arguments of __init__, each declared once there:
+    its type and default, and where it helps its description and bounds,
+    `num_concurrent: Annotated[int, Arg("requests in flight", ge=1)] = 8` (config/fields.py). The registry
+    checks --model_args against them before anything loads; `--model NAME --model_args list` and the docs
+    tables show them."""
 
     name: ClassVar[str] = ""
     #: True when the backend needs the task's label space (e.g. `chance`).
@@ -63,13 +71,9 @@ class Model(ABC):
     #: True for backends that answer in speech (`Response.spoken`); an instance may set it from its arguments
     #: (`openai` with audio_output=true). The run then transcribes the audio (--asr) before scoring.
     speaks: bool = False
-    #: --model_args that must be given although __init__ defaults them to None (e.g. `pretrained`)
-    required_args: ClassVar[tuple[str, ...]] = ()
-    #: smallest allowed value of numeric --model_args, e.g. {"num_concurrent": 1}
-    arg_minimums: ClassVar[dict[str, float]] = {}
-    #: generation settings (a task's generation_kwargs merged with --gen_kwargs) this backend understands, each
-    #: with the kind of value it takes (kvargs.kind_error); by default what every local backend reads
-    gen_kwargs_spec: ClassVar[dict[str, str]] = LOCAL_GEN_KWARGS
+    #: generation settings (a task's generation_kwargs merged with --gen_kwargs) this backend understands: name ->
+    #: its declaration (`Annotated[int, Arg(..., ge=1)]`); by default what every local backend reads
+    gen_kwargs_spec: ClassVar[dict[str, Any]] = LOCAL_GEN_KWARGS
 
     def __init__(self, *, batch_size: int = 1, seed: int = 0, **_: Any) -> None:
         self.batch_size = max(1, int(batch_size))
@@ -151,10 +155,10 @@ class Model(ABC):
 
     @classmethod
     def check_args(cls, model_args: dict[str, Any]) -> None:
-        """Raise ModelError for --model_args this backend does not take, lacks, or gets with a value of the
-        wrong kind. The default reads the keyword arguments of __init__ (names, defaults, annotations) and the
-        class's `required_args` and `arg_minimums`; composite backends (e.g. `cascade`) override it to check
-        each stage's. Runs before any task is prepared."""
+        """Raise ModelError for --model_args this backend does not take, lacks, or gets with a value its
+        declaration refuses. The default checks the keyword arguments of __init__ (their names, defaults and
+        declarations); composite backends (e.g. `cascade`) override it to check each stage's. Runs before any
+        task is prepared."""
         check_init_args(cls, model_args)
 
     @classmethod
@@ -165,8 +169,14 @@ class Model(ABC):
     @classmethod
     def check_gen_kwargs(cls, gen_kwargs: dict[str, Any], source: str, model_args: dict[str, Any]) -> None:
         """Raise UsageError for generation settings this backend does not declare (close matches listed) or whose
-        value is of the wrong kind; `source` names where they come from (--gen_kwargs, a task file)."""
-        check_declared(gen_kwargs, cls.gen_kwargs_spec, f"{source}: model {cls.name!r}", UsageError)
+        value its declaration refuses; `source` names where they come from (--gen_kwargs, a task file)."""
+        try:
+            check_values(gen_kwargs, cls.gen_kwargs_spec)
+        except FieldProblem as problem:
+            what = f"{source}: model {cls.name!r}: "
+            if problem.kind == "unknown":
+                raise UsageError(what + problem.unknown("key")) from None
+            raise UsageError(f"{what}{problem.key} {problem.words}.") from None
 
 
 CONTRACT = (
@@ -219,40 +229,35 @@ def check_model_args(cls: type[Model], model_args: dict[str, Any]) -> None:
     cls.check_args(model_args)
 
 
-def init_args(cls: type[Model]) -> dict[str, inspect.Parameter]:
-    """The --model_args a backend's __init__ takes."""
-    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    params = inspect.signature(cls.__init__).parameters
-    return {n: p for n, p in params.items() if p.kind in kinds and n not in ("self", "batch_size", "seed")}
+_NOT_ARGS = ("self", "batch_size", "seed")  # the run's own flags (--batch_size, --seed), not --model_args
+
+
+def declared_args(cls: type[Model]) -> dict[str, Argument]:
+    """The --model_args a backend's __init__ declares."""
+    return arguments_of(cls.__init__, skip=_NOT_ARGS)
 
 
 def check_init_args(cls: type[Model], model_args: dict[str, Any]) -> None:
-    accepted = init_args(cls)
-    for key in model_args:
+    accepted = declared_args(cls)
+    for key, value in model_args.items():
         if key not in accepted and is_secret_name(key):
             raise ModelError(secret_arg_message(cls.name, key, accepted))
-        if key not in accepted:
-            raise ModelError(
-                "--model_args: " + unknown_name_message(f"argument for model {cls.name!r}", key, accepted)
-            )
-    for key, value in model_args.items():
         problem = env_name_problem(value) if key.endswith("_env") and value is not None else None
-        if problem:
+        if key in accepted and problem:
             raise ModelError(env_name_refusal("--model_args ", key, problem))
-
-    required = [n for n, p in accepted.items() if p.default is inspect.Parameter.empty]
-    for key in [*required, *cls.required_args]:
-        if model_args.get(key) is None:
-            raise ModelError(f"--model {cls.name} needs --model_args {key}=...: it has no default.")
-    for key, value in model_args.items():
-        kind = annotation_kind(accepted[key].annotation)
-        if kind is None:
-            continue
-        if key in cls.arg_minimums:
-            kind += f">={cls.arg_minimums[key]}"
-        problem = kind_error(value, kind)
-        if problem:
-            raise ModelError(f"--model_args {key}={value}: model {cls.name!r} {problem}.")
+    try:
+        check_values(model_args, cls.__init__, skip=_NOT_ARGS)
+    except FieldProblem as problem:
+        if problem.kind == "unknown":
+            raise ModelError("--model_args: " + problem.unknown(f"argument for model {cls.name!r}")) from None
+        if problem.kind == "missing":
+            raise ModelError(
+                f"--model {cls.name} needs --model_args {problem.key}=...: it has no default."
+            ) from None
+        given = f"--model_args {problem.key}={model_args.get(problem.key)}"
+        if problem.custom:  # the declaration's own check says it all
+            raise ModelError(f"{given}: {problem.words}") from None
+        raise ModelError(f"{given}: model {cls.name!r} {problem.words}.") from None
 
 
 class StreamingModel(Model):

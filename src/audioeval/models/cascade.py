@@ -16,10 +16,13 @@ distinct clip and kept for the run; the cache identity holds both stages' identi
 from __future__ import annotations
 
 import string
-from typing import Any
+from typing import Annotated, Any
 
+from pydantic import AfterValidator
+
+from audioeval.config.fields import Arg, Problem
 from audioeval.errors import ModelError
-from audioeval.models.base import Model
+from audioeval.models.base import Model, check_init_args
 from audioeval.types import AudioClip, AudioPart, Failure, Message, Request, RequestId, Response, TextPart
 
 DEFAULT_FORMAT = '[Audio transcript: "{text}"]'
@@ -46,13 +49,14 @@ def split_args(model_args: dict[str, Any]) -> tuple[str, dict[str, Any], str, di
     return asr, asr_args, llm, llm_args
 
 
-def check_format(transcript_format: str) -> None:
-    fields = [f for _, f, _, _ in string.Formatter().parse(transcript_format) if f is not None]
+def _one_text_field(transcript_format: str) -> str:
+    try:
+        fields = [f for _, f, _, _ in string.Formatter().parse(transcript_format) if f is not None]
+    except ValueError:  # an unmatched brace
+        fields = []
     if fields != ["text"]:
-        raise ModelError(
-            f"--model_args transcript_format={transcript_format!r} must contain {{text}} exactly once "
-            "and no other {...} field."
-        )
+        raise Problem("it must contain {text} exactly once and no other {...} field.")
+    return transcript_format
 
 
 class CascadeModel(Model):
@@ -61,11 +65,25 @@ class CascadeModel(Model):
     def __init__(
         self,
         *,
-        llm: str,
-        asr: str = "pocketsphinx",
-        llm_model: str | None = None,
-        transcript_format: str = DEFAULT_FORMAT,
-        asr_prompt: str = DEFAULT_ASR_PROMPT,
+        llm: Annotated[
+            str,
+            Arg(
+                "the text stage: a registered model (`hf` means `hf-chat`); its arguments go beside",
+                min_length=1,
+            ),
+        ],
+        asr: Annotated[
+            str, Arg("the ASR stage: a registered model; its arguments go as `asr_KEY=VALUE`", min_length=1)
+        ] = "pocketsphinx",
+        llm_model: Annotated[str | None, Arg("the text stage's `model`")] = None,
+        transcript_format: Annotated[
+            str,
+            Arg("how a transcript stands in for its clip: `{text}` exactly once"),
+            AfterValidator(_one_text_field),
+        ] = DEFAULT_FORMAT,
+        asr_prompt: Annotated[
+            str, Arg("what an audio-language model ASR stage is asked")
+        ] = DEFAULT_ASR_PROMPT,
         batch_size: int = 1,
         seed: int = 0,
         **stage_args: Any,
@@ -73,7 +91,6 @@ class CascadeModel(Model):
         super().__init__(batch_size=batch_size, seed=seed)
         from audioeval.models.registry import create_model
 
-        check_format(transcript_format)
         args = {"asr": asr, "llm": llm, "llm_model": llm_model, **stage_args}
         asr_name, asr_args, llm_name, llm_args = split_args(args)
         self.transcript_format = transcript_format
@@ -91,8 +108,7 @@ class CascadeModel(Model):
         from audioeval.models.registry import get_model_class
 
         asr, asr_args, llm, llm_args = split_args(model_args)
-        if model_args.get("transcript_format") is not None:
-            check_format(str(model_args["transcript_format"]))
+        check_init_args(cls, {k: v for k, v in model_args.items() if k in OWN_ARGS})
         for stage, name, args in (("asr", asr, asr_args), ("llm", llm, llm_args)):
             try:
                 get_model_class(name).check_args(args)

@@ -5,25 +5,29 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
+from audioeval.config.fields import Arg, FieldProblem, check_values
 from audioeval.errors import ModelError
 
 _ALIASES = {"max_gen_toks": "max_new_tokens", "max_tokens": "max_new_tokens", "stop": "until"}
-# setting -> kind of value (kvargs.kind_error)
-_KINDS = {
-    "max_new_tokens": "int>=1",
-    "do_sample": "bool",
-    "temperature": "float?>=0",
-    "top_p": "float?>=0",
-    "top_k": "int?>=0",
-    "until": "str|list",
-    "num_beams": "int>=1",
-    "repetition_penalty": "float?>=0",
+_SETTINGS: dict[str, Any] = {
+    "max_new_tokens": Annotated[int, Arg("the most tokens generated (default: the backend's)", ge=1)],
+    "do_sample": Annotated[bool, Arg("sample instead of greedy decoding")],
+    "temperature": Annotated[float | None, Arg("sampling temperature; > 0 samples", ge=0)],
+    "top_p": Annotated[float | None, Arg("nucleus sampling mass", ge=0)],
+    "top_k": Annotated[int | None, Arg("sample among the k most likely tokens", ge=0)],
+    "until": Annotated[str | list[str], Arg("stop strings: the text is cut at the first")],
+    "num_beams": Annotated[int, Arg("beam search width", ge=1)],
+    "repetition_penalty": Annotated[float | None, Arg("penalty on repeated tokens", ge=0)],
 }
-_KNOWN = tuple(_KINDS)
-#: what every local backend (and every baseline, which ignores them) accepts, aliases included
-LOCAL_GEN_KWARGS = {**_KINDS, **{alias: _KINDS[name] for alias, name in _ALIASES.items()}}
+_KNOWN = tuple(_SETTINGS)
+#: the generation settings every local backend (and every baseline, which ignores them) accepts, aliases
+#: included: name -> its declaration (config/fields.py)
+LOCAL_GEN_KWARGS: dict[str, Any] = {
+    **_SETTINGS,
+    **{alias: _SETTINGS[name] for alias, name in _ALIASES.items()},
+}
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,10 @@ def read_settings(gen_kwargs: dict[str, Any], default_max_new_tokens: int, task:
                 f"Known: {', '.join(_KNOWN)} (aliases: {', '.join(_ALIASES)})."
             )
         values[name] = value
+    try:
+        check_values(values, _SETTINGS)
+    except FieldProblem as problem:
+        raise ModelError(f"task {task!r}: {problem.key} {problem.words}.") from None
     until = values.get("until") or ()
     if isinstance(until, str):
         until = (until,)
@@ -66,14 +74,8 @@ def read_settings(gen_kwargs: dict[str, Any], default_max_new_tokens: int, task:
     do_sample = bool(values.get("do_sample", temperature is not None and float(temperature) > 0))
     if do_sample and temperature is not None and float(temperature) <= 0:
         raise ModelError(f"task {task!r}: do_sample=true needs temperature > 0, got {temperature}.")
-    try:
-        max_new = int(values.get("max_new_tokens", default_max_new_tokens))
-    except (TypeError, ValueError) as err:
-        raise ModelError(f"task {task!r}: max_new_tokens must be an integer.") from err
-    if max_new < 1:
-        raise ModelError(f"task {task!r}: max_new_tokens must be at least 1, got {max_new}.")
     return GenerationSettings(
-        max_new_tokens=max_new,
+        max_new_tokens=int(values.get("max_new_tokens", default_max_new_tokens)),
         do_sample=do_sample,
         temperature=float(temperature) if do_sample and temperature is not None else None,
         top_p=float(values["top_p"]) if do_sample and values.get("top_p") is not None else None,

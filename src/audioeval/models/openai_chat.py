@@ -26,9 +26,10 @@ import time
 import urllib.error
 import urllib.request
 from dataclasses import replace
-from typing import Any, NamedTuple
+from typing import Annotated, Any, Literal, NamedTuple
 from urllib.parse import unquote, urlsplit, urlunsplit
 
+from audioeval.config.fields import Arg
 from audioeval.errors import ModelError
 from audioeval.models.api.body import Encoded, JsonBody
 from audioeval.models.api.client import ChatClient, EndpointDown, EndpointSettings
@@ -61,7 +62,7 @@ EXTRA_BODY = "extra_body."
 # OpenAI's reasoning models (o1, o3, o4-mini, gpt-5, gpt-5-mini, ...; optionally behind a `provider/` prefix)
 # refuse `max_tokens` and accept no temperature but their default
 _REASONING_NAME = re.compile(r"^(?:[^/]+/)?(?:o[1-9]|gpt-5)(?:$|[-.])", re.IGNORECASE)
-FAMILIES = ("auto", "chat", "reasoning")
+Family = Literal["auto", "chat", "reasoning"]
 
 
 def is_reasoning_model(model: str) -> bool:
@@ -246,23 +247,14 @@ _AUDIO_LIMIT = re.compile(r"at most \d+ audio", re.IGNORECASE)  # vLLM's 400 for
 
 class OpenAIChatModel(StreamingModel):
     name = "openai"
-    arg_minimums = {
-        "num_concurrent": 1,
-        "max_concurrent": 1,
-        "max_retries": 0,
-        "timeout": 0.001,
-        "max_retry_after": 0,
-        "max_consecutive_failures": 1,
-        "max_tokens": 1,
-    }
     gen_kwargs_spec = {
         **{k: v for k, v in LOCAL_GEN_KWARGS.items() if k != "num_beams"},  # top_k etc. go in extra_body
-        "max_completion_tokens": "int>=1",
-        "seed": "int?",
-        "presence_penalty": "float?",
-        "frequency_penalty": "float?",
-        "reasoning_effort": "str?",
-        "min_p": "float?>=0",
+        "max_completion_tokens": Annotated[int, Arg(ge=1)],
+        "seed": int | None,
+        "presence_penalty": float | None,
+        "frequency_penalty": float | None,
+        "reasoning_effort": str | None,
+        "min_p": Annotated[float | None, Arg(ge=0)],
     }
 
     @classmethod
@@ -273,22 +265,92 @@ class OpenAIChatModel(StreamingModel):
     def __init__(
         self,
         *,
-        model: str,
-        base_url: str | None = None,
-        api_key_env: str = "OPENAI_API_KEY",
-        num_concurrent: int = 8,
-        max_concurrent: int | None = None,
-        max_retries: int = 6,
-        timeout: float = 120.0,
-        max_retry_after: float = 60.0,
-        max_consecutive_failures: int = 10,
-        max_tokens: int | None = None,
-        token_limit_field: str | None = None,
-        family: str = "auto",
-        wait_for_server: float | None = None,
-        audio_output: bool = False,
-        voice: str | None = None,
-        audio_format: str | None = None,
+        model: Annotated[str, Arg("the endpoint's model name", min_length=1)],
+        base_url: Annotated[
+            str | None, Arg("e.g. `http://127.0.0.1:8000/v1` for `vllm serve`", shown_default="OpenAI's")
+        ] = None,
+        api_key_env: Annotated[
+            str,
+            Arg(
+                "the environment variable holding the key (keys never go in `--model_args`; a loopback "
+                "`base_url` needs none)"
+            ),
+        ] = "OPENAI_API_KEY",
+        num_concurrent: Annotated[
+            int, Arg("requests in flight at once to start with (per process)", ge=1)
+        ] = 8,
+        max_concurrent: Annotated[
+            int | None,
+            Arg(
+                "the most requests in flight the adaptive limit may reach",
+                ge=1,
+                shown_default="`num_concurrent`",
+            ),
+        ] = None,
+        max_retries: Annotated[
+            int,
+            Arg(
+                "retries of 408/409/429/5xx, timeouts, dropped connections and malformed replies, with jittered "
+                "exponential backoff",
+                ge=0,
+            ),
+        ] = 6,
+        timeout: Annotated[
+            float,
+            Arg("seconds per attempt: connecting, sending the request and receiving the whole reply", gt=0),
+        ] = 120.0,
+        max_retry_after: Annotated[
+            float,
+            Arg(
+                "the longest `Retry-After` (or `retry-after-ms`) honoured, in seconds; a longer one waits this long",
+                ge=0,
+            ),
+        ] = 60.0,
+        max_consecutive_failures: Annotated[
+            int,
+            Arg(
+                "requests failing in a row (each after its retries) before the endpoint counts as down", ge=1
+            ),
+        ] = 10,
+        max_tokens: Annotated[int | None, Arg("default token limit when the task sets none", ge=1)] = None,
+        token_limit_field: Annotated[
+            Literal["max_tokens", "max_completion_tokens"] | None,
+            Arg(
+                "the field the token limit is sent in, overriding the family's choice",
+                shown_default="by `family`",
+            ),
+        ] = None,
+        family: Annotated[
+            Family,
+            Arg(
+                "`reasoning`: the model takes `max_completion_tokens` and no temperature but its default "
+                "(OpenAI's o1/o3/o4/gpt-5 models); `chat`: `max_tokens` and `temperature: 0`; `auto` picks "
+                "`reasoning` for o1/o3/o4/gpt-5 style names (`gpt-5-mini`, `o4-mini`, `openai/o3`) and `chat` "
+                "otherwise"
+            ),
+        ] = "auto",
+        wait_for_server: Annotated[
+            float | None,
+            Arg(
+                "seconds to wait, before the first request, for a self-hosted `base_url` to answer `GET /models`",
+                ge=0,
+                shown_default="the retries' wait (63 s)",
+            ),
+        ] = None,
+        audio_output: Annotated[
+            bool, Arg("answer in speech too: see [speech_output.md](speech_output.md)")
+        ] = False,
+        voice: Annotated[
+            str | None, Arg("with `audio_output=true`: the voice", min_length=1, shown_default="`alloy`")
+        ] = None,
+        audio_format: Annotated[
+            Literal["wav", "pcm16"] | None,
+            Arg(
+                "with `audio_output=true`: the formats the harness decodes without FFmpeg (`pcm16` is 16-bit mono "
+                "24 kHz, the only format OpenAI streams)",
+                shown_default="`wav`",
+            ),
+        ] = None,
         **kwargs: Any,
     ) -> None:
         if not audio_output and (voice is not None or audio_format is not None):
@@ -297,12 +359,6 @@ class OpenAIChatModel(StreamingModel):
             )
         self.audio = AudioOutput(voice or "alloy", audio_format or "wav") if audio_output else None
         self.speaks = self.audio is not None
-        if family not in FAMILIES:
-            raise ModelError(f"family={family}: use one of {', '.join(FAMILIES)}.")
-        if token_limit_field not in (None, "max_tokens", "max_completion_tokens"):
-            raise ModelError(
-                f"--model_args token_limit_field={token_limit_field}: use max_tokens or max_completion_tokens."
-            )
         # auto: o1/o3/o4/gpt-5 style names get the reasoning-model fields; family=chat|reasoning overrides
         self.reasoning = family == "reasoning" or (family == "auto" and is_reasoning_model(str(model)))
         super().__init__(**kwargs)
@@ -322,8 +378,6 @@ class OpenAIChatModel(StreamingModel):
         self.token_limit_field = token_limit_field or default_token_limit_field(
             self.client.http.url, self.reasoning
         )
-        if wait_for_server is not None and float(wait_for_server) < 0:
-            raise ModelError(f"--model_args wait_for_server={wait_for_server}: use a number of seconds >= 0.")
         self.wait_for_server = float(wait_for_server) if wait_for_server is not None else None
         self._ready = False  # the endpoint answered (or there is nothing to wait for)
         self._probe: asyncio.Task[None] | None = None

@@ -18,12 +18,14 @@ from __future__ import annotations
 import time
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
+from pydantic import AfterValidator
 
 from audioeval.audio.dsp import resample
 from audioeval.audio.wav import to_pcm16
+from audioeval.config.fields import Arg, Problem
 from audioeval.errors import ModelError
 from audioeval.models.base import Model
 from audioeval.models.fingerprint import fingerprint
@@ -50,6 +52,46 @@ def to_16k_pcm(clip: AudioClip) -> bytes:
     samples = resample(clip.samples, clip.sampling_rate, RATE)
     pad = np.zeros(int(PAD_SECONDS * RATE), dtype=np.float32)
     return to_pcm16(np.concatenate([pad, samples, pad])).tobytes()
+
+
+ACOUSTIC_MODEL_FILES = ("mdef", "means", "variances", "transition_matrices")
+
+
+def _acoustic_model_folder(value: str | None) -> str | None:
+    """A folder holding a PocketSphinx acoustic model, checked before any worker process starts."""
+    if value is None:
+        return value
+    folder = Path(value).expanduser()
+    missing = [f for f in ACOUSTIC_MODEL_FILES if not (folder / f).is_file()]
+    if not folder.is_dir() or missing:
+        raise Problem(
+            f"{folder} is not a PocketSphinx acoustic model folder (it has no {', '.join(missing)}); name the "
+            "folder holding them, or leave hmm out for the wheel's en-us model."
+        )
+    return value
+
+
+def _a_file(value: str | None) -> str | None:
+    if value is not None and not Path(value).expanduser().is_file():
+        raise Problem(f"no such file: {Path(value).expanduser()}.")
+    return value
+
+
+AcousticModel = Annotated[
+    str | None,
+    Arg("acoustic model folder", shown_default="the wheel's en-us"),
+    AfterValidator(_acoustic_model_folder),
+]
+LanguageModel = Annotated[
+    str | None,
+    Arg("language model file (.lm.bin)", shown_default="the wheel's en-us"),
+    AfterValidator(_a_file),
+]
+Dictionary = Annotated[
+    str | None,
+    Arg("pronunciation dictionary file", shown_default="the wheel's cmudict-en-us"),
+    AfterValidator(_a_file),
+]
 
 
 def model_paths(
@@ -83,7 +125,12 @@ class PocketSphinxModel(Model):
     name = "pocketsphinx"
 
     def __init__(
-        self, *, hmm: str | None = None, lm: str | None = None, dictionary: str | None = None, **kwargs: Any
+        self,
+        *,
+        hmm: AcousticModel = None,
+        lm: LanguageModel = None,
+        dictionary: Dictionary = None,
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         paths = model_paths(hmm, lm, dictionary)

@@ -19,12 +19,13 @@ response's events (each checked against its typed shape, realtime_events.py) in 
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
 
 from audioeval.audio.dsp import resample
 from audioeval.audio.wav import to_pcm16
+from audioeval.config.fields import Arg
 from audioeval.errors import ModelError, UsageError
 from audioeval.models.api.body import Encoded, JsonBody
 from audioeval.models.api.policy import EndpointSettings, check_url
@@ -42,7 +43,6 @@ from audioeval.types import (
     b64encode,
 )
 
-OUTPUTS = ("audio", "text")
 PCM = {"type": "audio/pcm", "rate": RATE}
 _TOKEN_LIMIT_KEYS = ("max_new_tokens", "max_gen_toks", "max_tokens")
 MAX_OUTPUT_TOKENS = 4096  # the API's max_output_tokens: 1 to 4096, or "inf"
@@ -135,41 +135,17 @@ def spoken_answer(answer: Answer) -> SpokenAnswer:
     )
 
 
-def _check_token_limit(value: Any) -> int | str | None:
-    if value is None or value == "inf":
-        return value
-    try:
-        limit = int(value)
-    except (TypeError, ValueError):
-        limit = 0
-    if not 1 <= limit <= MAX_OUTPUT_TOKENS or str(value).strip() != str(limit):
-        raise ModelError(
-            f"--model_args max_output_tokens={value}: the Realtime API takes a whole number from 1 to "
-            f"{MAX_OUTPUT_TOKENS}, or inf."
-        )
-    return limit
-
-
 class RealtimeModel(StreamingModel):
     name = "realtime"
     speaks = True
-    arg_minimums = {
-        "num_concurrent": 1,
-        "max_concurrent": 1,
-        "max_retries": 0,
-        "timeout": 0.001,
-        "max_retry_after": 0,
-        "max_consecutive_failures": 1,
-        "session_lifetime": 1,
-    }
     # The GA Realtime API takes no sampling settings: temperature and do_sample are accepted (tasks set them)
     # and not sent; the token limit becomes each response's max_output_tokens.
     gen_kwargs_spec = {
-        "max_new_tokens": "int>=1",
-        "max_gen_toks": "int>=1",
-        "max_tokens": "int>=1",
-        "do_sample": "bool",
-        "temperature": "float?>=0",
+        "max_new_tokens": Annotated[int, Arg(ge=1)],
+        "max_gen_toks": Annotated[int, Arg(ge=1)],
+        "max_tokens": Annotated[int, Arg(ge=1)],
+        "do_sample": bool,
+        "temperature": Annotated[float | None, Arg(ge=0)],
     }
 
     @classmethod
@@ -195,27 +171,85 @@ class RealtimeModel(StreamingModel):
     def __init__(
         self,
         *,
-        model: str,
-        base_url: str | None = None,
-        websocket_url: str | None = None,
-        api_key_env: str = "OPENAI_API_KEY",
-        voice: str = "alloy",
-        output: str = "audio",
-        num_concurrent: int = 8,
-        max_concurrent: int | None = None,
-        max_output_tokens: int | str | None = None,
-        max_retries: int = 6,
-        timeout: float = 120.0,
-        max_retry_after: float = 60.0,
-        max_consecutive_failures: int = 10,
-        session_lifetime: float = 55 * 60.0,
+        model: Annotated[str, Arg("the model name, sent as `?model=` on the WebSocket URL", min_length=1)],
+        base_url: Annotated[
+            str | None,
+            Arg(
+                "the API's base, e.g. `http://127.0.0.1:8765/v1`; the socket is `ws(s)://…/realtime?model=NAME`, as "
+                "the SDK forms it",
+                shown_default="OpenAI's (`OPENAI_BASE_URL` if set)",
+            ),
+        ] = None,
+        websocket_url: Annotated[
+            str | None,
+            Arg(
+                "a separate base for the socket (the SDK's `websocket_base_url`), e.g. `wss://proxy.example/v1`"
+            ),
+        ] = None,
+        api_key_env: Annotated[
+            str, Arg("the environment variable holding the key (a loopback address needs none)")
+        ] = "OPENAI_API_KEY",
+        voice: Annotated[
+            str,
+            Arg(
+                "the voice of spoken answers (`alloy`, `ash`, `ballad`, `coral`, `echo`, `sage`, `shimmer`, "
+                "`verse`, `marin`, `cedar`)",
+                min_length=1,
+            ),
+        ] = "alloy",
+        output: Annotated[
+            Literal["audio", "text"], Arg("`audio`: speech with its transcript; `text`: text only")
+        ] = "audio",
+        num_concurrent: Annotated[
+            int, Arg("responses in flight at once to start with (per process), one session each", ge=1)
+        ] = 8,
+        max_concurrent: Annotated[
+            int | None,
+            Arg(
+                "the most responses in flight the adaptive limit may reach",
+                ge=1,
+                shown_default="`num_concurrent`",
+            ),
+        ] = None,
+        max_output_tokens: Annotated[
+            Annotated[int, Arg(ge=1, le=MAX_OUTPUT_TOKENS)] | Literal["inf"] | None,
+            Arg(
+                "each response's `max_output_tokens`: a whole number (the API's range), or `inf`",
+                shown_default="the task's `max_new_tokens`",
+            ),
+        ] = None,
+        max_retries: Annotated[
+            int,
+            Arg(
+                "retries of the faults below that make sense to retry, with jittered exponential backoff",
+                ge=0,
+            ),
+        ] = 6,
+        timeout: Annotated[
+            float, Arg("seconds per response attempt, opening a session included: nothing waits longer", gt=0)
+        ] = 120.0,
+        max_retry_after: Annotated[
+            float, Arg("the longest wait for an exhausted rate limit to reset, in seconds", ge=0)
+        ] = 60.0,
+        max_consecutive_failures: Annotated[
+            int,
+            Arg(
+                "responses failing in a row (each after its retries) before the endpoint counts as down", ge=1
+            ),
+        ] = 10,
+        session_lifetime: Annotated[
+            float,
+            Arg(
+                "seconds after which a session is replaced before its next response (the API ends sessions at "
+                "60 min)",
+                ge=1,
+            ),
+        ] = 55 * 60.0,
         **kwargs: Any,
     ) -> None:
-        if output not in OUTPUTS:
-            raise ModelError(f"--model_args output={output}: use audio or text.")
         super().__init__(**kwargs)
         self.output, self.voice = str(output), str(voice)
-        self.max_output_tokens = _check_token_limit(max_output_tokens)
+        self.max_output_tokens = max_output_tokens
         if websocket_url is not None:
             check_url("websocket_url", websocket_url, ("wss", "ws", "https", "http"))
         self.websocket_url = websocket_url

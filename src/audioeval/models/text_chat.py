@@ -15,14 +15,14 @@ import hashlib
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
+from audioeval.config.fields import Arg
 from audioeval.errors import ModelError
 from audioeval.models.base import Model
 from audioeval.models.fingerprint import fingerprint
 from audioeval.types import AudioPart, Request, Response
 
-DTYPES = ("auto", "float32", "bfloat16", "float16")
 DEFAULT_MAX_NEW_TOKENS = 256
 
 
@@ -44,20 +44,27 @@ class HFChatModel(Model):
     def __init__(
         self,
         *,
-        pretrained: str,
-        dtype: str = "auto",
-        device: str | None = None,
-        chat_template: str | None = None,
-        trust_remote_code: bool = False,
-        max_length: int | None = None,
+        pretrained: Annotated[str, Arg("a causal LM checkpoint folder, or a Hub id", min_length=1)],
+        dtype: Annotated[
+            Literal["auto", "float32", "bfloat16", "float16"],
+            Arg("the weights' dtype; `auto`: bfloat16 on a GPU that has it, else float32"),
+        ] = "auto",
+        device: Annotated[
+            str | None, Arg("e.g. `cuda:1`", shown_default="`cuda` if available, else `cpu`")
+        ] = None,
+        chat_template: Annotated[
+            str | None, Arg("path to a Jinja chat template", shown_default="the tokenizer's")
+        ] = None,
+        trust_remote_code: Annotated[bool, Arg("enabled in transformers only when given")] = False,
+        max_length: Annotated[
+            int | None, Arg("the longest prompt, in tokens; a longer one is a counted failure", ge=1)
+        ] = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        if dtype not in DTYPES:
-            raise ModelError(f"--model_args dtype={dtype!r}: use one of {', '.join(DTYPES)}.")
         self.pretrained = str(pretrained)
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         if dtype == "auto":

@@ -17,12 +17,24 @@ import os
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
 
+from audioeval.config.fields import Arg
 from audioeval.errors import ModelError
 from audioeval.models.base import Model, ModelTask
 from audioeval.models.generation import GenerationSettings, read_settings
-from audioeval.models.hf.frontend import AudioChatFrontend
+from audioeval.models.hf.frontend import (
+    AudioChatFrontend,
+    AudioPlacement,
+    ChatTemplate,
+    FamilyName,
+    MaxAudioSeconds,
+    MaxNewTokens,
+    Pretrained,
+    Revision,
+    SystemPrompt,
+    TrustRemoteCode,
+)
 from audioeval.seeds import stable_seed
 from audioeval.types import Request, Response
 
@@ -74,28 +86,45 @@ def max_clips_per_request(tasks: Sequence[ModelTask]) -> int:
 
 class VLLMModel(Model):
     name = "vllm"
-    required_args = ("pretrained",)
-    arg_minimums = {"max_new_tokens": 1}
 
     def __init__(
         self,
-        pretrained: str | None = None,
-        revision: str | None = None,
-        family: str | None = None,
-        dtype: str = "auto",
-        tensor_parallel_size: int = 1,
-        max_model_len: int | None = None,
-        gpu_memory_utilization: float = 0.9,
-        kv_cache_memory_bytes: int | None = None,
-        max_num_seqs: int | None = None,
-        enforce_eager: bool = False,
-        limit_audio_per_prompt: int | None = None,
-        max_new_tokens: int = 256,
-        trust_remote_code: bool = False,
-        system_prompt: str | None = None,
-        audio_placement: str | None = None,
-        chat_template: str | None = None,
-        max_audio_seconds: float | None = None,
+        pretrained: Pretrained,
+        revision: Revision = None,
+        family: FamilyName = None,
+        dtype: Annotated[
+            str,
+            Arg(
+                "passed to `vllm.LLM` (vLLM-CPU turns `auto` into bfloat16; `float32` for bit-for-bit comparisons "
+                "with `hf`)"
+            ),
+        ] = "auto",
+        tensor_parallel_size: Annotated[int, Arg("tensor parallelism over GPUs", ge=1)] = 1,
+        max_model_len: Annotated[int | None, Arg("passed to `vllm.LLM`", ge=1)] = None,
+        gpu_memory_utilization: Annotated[
+            float, Arg("passed to `vllm.LLM` (GPUs): the share of GPU memory it may take", gt=0, le=1)
+        ] = 0.9,
+        kv_cache_memory_bytes: Annotated[
+            int | None,
+            Arg(
+                "passed to `vllm.LLM`; on a CPU it (or `VLLM_CPU_KVCACHE_SPACE`, GiB) bounds the KV cache, and a "
+                "warning says so when neither is set",
+                ge=1,
+            ),
+        ] = None,
+        max_num_seqs: Annotated[int | None, Arg("passed to `vllm.LLM`", ge=1)] = None,
+        enforce_eager: Annotated[
+            bool, Arg("skip torch.compile (the engine starts ~20 s sooner on 2 cores)")
+        ] = False,
+        limit_audio_per_prompt: Annotated[
+            int | None, Arg('`limit_mm_per_prompt={"audio": N}`', ge=1, shown_default="from the tasks")
+        ] = None,
+        max_new_tokens: MaxNewTokens = 256,
+        trust_remote_code: TrustRemoteCode = False,
+        system_prompt: SystemPrompt = None,
+        audio_placement: AudioPlacement = None,
+        chat_template: ChatTemplate = None,
+        max_audio_seconds: MaxAudioSeconds = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)

@@ -57,6 +57,10 @@ def plan_run(cfg: RunConfig) -> RunPlan:
     if cfg.gen_kwargs:
         model_class.check_gen_kwargs(cfg.gen_kwargs, "--gen_kwargs", cfg.model_args)
     judge_classes = check_judge_args(cfg.judge, cfg.judge_args)
+    if cfg.asr is not None or cfg.asr_args:
+        from audioeval.models.speech.asr import check_asr_args
+
+        check_asr_args(cfg.asr, cfg.asr_args)
     registry = TaskRegistry.discover(cfg.include_path)
     task_names, group_names = registry.select(cfg.tasks)
     augment = parse_augment(cfg.augment, cfg.augment_target)

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 
 from audioeval.audio.features import clip_features
+from audioeval.config.fields import Arg
 from audioeval.errors import ModelError
 from audioeval.models.baselines.demo_majority import DemoMajorityModel
 from audioeval.models.baselines.examples import examples_of
@@ -87,7 +88,15 @@ class ClapEmbedder:
 class KnnIclModel(DemoMajorityModel):
     name = "knn-icl"
 
-    def __init__(self, clap: str | None = None, ridge_alpha: float = 1.0, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        clap: Annotated[
+            str | None,
+            Arg("a local CLAP checkpoint whose audio embedding replaces the MFCC statistics", min_length=1),
+        ] = None,
+        ridge_alpha: Annotated[float, Arg("ridge regression strength for numeric labels", ge=0)] = 1.0,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.clap_path = clap
         self.ridge_alpha = float(ridge_alpha)

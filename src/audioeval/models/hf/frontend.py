@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, Literal
 
+from audioeval.config.fields import Arg
 from audioeval.errors import ModelError
 from audioeval.models.hf.audio import AudioPreparer
 from audioeval.models.hf.checkpoint import Checkpoint, fingerprint, open_checkpoint
@@ -15,6 +16,33 @@ from audioeval.models.hf.families import ADAPTER_VERSION, PLACEMENTS
 from audioeval.models.hf.loading import audio_sampling_rate, load_processor
 from audioeval.models.hf.prompt import PromptStyle, render_prompt
 from audioeval.types import Request
+
+# The --model_args the `hf` and `vllm` backends share, declared once (config/fields.py)
+Pretrained = Annotated[
+    str, Arg("checkpoint folder, or a Hub id (fetched with huggingface_hub)", min_length=1)
+]
+Revision = Annotated[str | None, Arg("Hub revision")]
+FamilyName = Annotated[str | None, Arg("force an adapter (names below)", shown_default="from `model_type`")]
+TrustRemoteCode = Annotated[bool, Arg("enabled in transformers only when given")]
+SystemPrompt = Annotated[
+    str | None,
+    Arg(
+        "quote it: `--model_args \"pretrained=...,system_prompt='Be brief, please.'\"`; `system_prompt=''` for none",
+        shown_default="family default",
+    ),
+]
+AudioPlacement = Annotated[
+    Literal["template", "inline"] | None,
+    Arg(
+        "where the clips go: the chat template's audio blocks, or placeholders inline",
+        shown_default="family default",
+    ),
+]
+ChatTemplate = Annotated[str | None, Arg("path to a Jinja template", shown_default="checkpoint's")]
+MaxAudioSeconds = Annotated[
+    float | None, Arg("cut clips longer than this (recorded per sample)", gt=0, shown_default="family limit")
+]
+MaxNewTokens = Annotated[int, Arg("used when the task sets none", ge=1)]
 
 
 @dataclass

@@ -23,17 +23,29 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import torch  # at module level, so a missing `hf` extra is reported by the model registry
 import transformers
 
 from audioeval.audio.wav import encode_wav
+from audioeval.config.fields import Arg
 from audioeval.errors import ModelError
 from audioeval.models.base import Model
 from audioeval.models.generation import GenerationSettings, read_settings, settings_key
 from audioeval.models.hf.audio import ClipBatch
-from audioeval.models.hf.frontend import AudioChatFrontend
+from audioeval.models.hf.frontend import (
+    AudioChatFrontend,
+    AudioPlacement,
+    ChatTemplate,
+    FamilyName,
+    MaxAudioSeconds,
+    MaxNewTokens,
+    Pretrained,
+    Revision,
+    SystemPrompt,
+    TrustRemoteCode,
+)
 from audioeval.models.hf.loading import (
     load_model,
     select_device,
@@ -56,27 +68,53 @@ class _Prepared:
 
 class HFModel(Model):
     name = "hf"
-    required_args = ("pretrained",)
-    arg_minimums = {"max_new_tokens": 1, "talker_max_new_tokens": 1}
 
     def __init__(
         self,
-        pretrained: str | None = None,
-        revision: str | None = None,
-        family: str | None = None,
-        dtype: str = "auto",
-        device: str | None = None,
-        device_map: str | None = None,
-        attn_implementation: str | None = None,
-        max_new_tokens: int = 256,
-        trust_remote_code: bool = False,
-        system_prompt: str | None = None,
-        audio_placement: str | None = None,
-        chat_template: str | None = None,
-        max_audio_seconds: float | None = None,
-        audio_output: bool = False,
-        speaker: str | None = None,
-        talker_max_new_tokens: int | None = None,
+        pretrained: Pretrained,
+        revision: Revision = None,
+        family: FamilyName = None,
+        dtype: Annotated[
+            Literal["auto", "float32", "float16", "bfloat16"], Arg("the weights' dtype")
+        ] = "auto",
+        device: Annotated[
+            str | None,
+            Arg("explicit device, e.g. `cuda:1`", shown_default="rank device, else `cuda`, else `cpu`"),
+        ] = None,
+        device_map: Annotated[
+            str | None, Arg("e.g. `auto`: spread one copy over all visible GPUs (models larger than one GPU)")
+        ] = None,
+        attn_implementation: Annotated[
+            str | None,
+            Arg("e.g. `sdpa`, `flash_attention_2`, `eager`", shown_default="transformers' default"),
+        ] = None,
+        max_new_tokens: MaxNewTokens = 256,
+        trust_remote_code: TrustRemoteCode = False,
+        system_prompt: SystemPrompt = None,
+        audio_placement: AudioPlacement = None,
+        chat_template: ChatTemplate = None,
+        max_audio_seconds: MaxAudioSeconds = None,
+        audio_output: Annotated[
+            bool,
+            Arg("answer in speech too (Qwen3-Omni with a talker): see [speech_output.md](speech_output.md)"),
+        ] = False,
+        speaker: Annotated[
+            str | None,
+            Arg(
+                "with `audio_output=true`: one of `talker_config.speaker_id` (the release: Ethan, Chelsie, Aiden; "
+                "any case)",
+                shown_default="`ethan` (else the config's first)",
+            ),
+        ] = None,
+        talker_max_new_tokens: Annotated[
+            int | None,
+            Arg(
+                "with `audio_output=true`: the talker's codec steps at most (12.5 a second: 4096 is about 5.5 "
+                "minutes)",
+                ge=1,
+                shown_default="4096 (transformers')",
+            ),
+        ] = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)

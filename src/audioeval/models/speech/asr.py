@@ -37,17 +37,28 @@ def asr_class(name: str) -> type[Model]:
         raise UsageError(f"--asr {name}: a dependency is missing ({err.name or err}).") from err
 
 
-def create_asr(name: str, args: dict[str, Any]) -> Model | None:
-    """The ASR backend, or None for `--asr none`; bad --asr_args are a UsageError naming the flag."""
+def check_asr_args(name: str | None, args: dict[str, Any]) -> None:
+    """--asr_args against the declarations of the ASR they go to (`--asr`, else the default), before the run
+    starts: a UsageError naming the flag."""
+    name = name or DEFAULT_ASR
     check_asr_name(name)
     if name == NO_ASR:
         if args:
             raise UsageError("--asr_args: --asr none takes no arguments.")
-        return None
-    cls = asr_class(name)
+        return
     try:
-        check_init_args(cls, args)
-        return cls(**args)
+        check_init_args(asr_class(name), args)
+    except ModelError as err:
+        raise UsageError(f"--asr {name}: {str(err).replace('--model_args', '--asr_args')}") from err
+
+
+def create_asr(name: str, args: dict[str, Any]) -> Model | None:
+    """The ASR backend, or None for `--asr none`; bad --asr_args are a UsageError naming the flag."""
+    check_asr_args(name, args)
+    if name == NO_ASR:
+        return None
+    try:
+        return asr_class(name)(**args)
     except ModelError as err:
         raise UsageError(f"--asr {name}: {str(err).replace('--model_args', '--asr_args')}") from err
 

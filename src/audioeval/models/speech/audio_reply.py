@@ -27,24 +27,15 @@ from typing import Any
 import numpy as np
 
 from audioeval.audio.wav import read_pcm16_wav
-from audioeval.errors import ModelError
 from audioeval.types import AudioClip
 
-AUDIO_FORMATS = ("wav", "pcm16")
 PCM16_RATE = 24000  # what OpenAI's pcm16 is
 
 
 @dataclass(frozen=True)
 class AudioOutput:
     voice: str = "alloy"
-    audio_format: str = "wav"
-
-    def __post_init__(self) -> None:
-        if self.audio_format not in AUDIO_FORMATS:
-            raise ModelError(
-                f"--model_args audio_format={self.audio_format}: use wav or pcm16 (the formats the harness decodes "
-                "without FFmpeg; pcm16 is 16-bit mono 24 kHz, the only format OpenAI streams)."
-            )
+    audio_format: str = "wav"  # wav or pcm16, as the backend declares it
 
     def request_fields(self) -> dict[str, Any]:
         return {"modalities": ["text", "audio"], "audio": {"voice": self.voice, "format": self.audio_format}}

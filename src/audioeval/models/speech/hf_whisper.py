@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from audioeval.audio.dsp import resample
+from audioeval.config.fields import Arg
 from audioeval.errors import ModelError
 from audioeval.models.base import Model
 from audioeval.models.fingerprint import fingerprint
@@ -23,17 +24,17 @@ from audioeval.types import Request, Response
 
 class WhisperASR(Model):
     name = "hf"
-    required_args = ("pretrained",)
-    arg_minimums = {"batch": 1, "max_new_tokens": 1}
 
     def __init__(
         self,
         *,
-        pretrained: str | None = None,
-        device: str = "cpu",
-        batch: int = 8,
-        language: str | None = None,
-        max_new_tokens: int = 440,
+        pretrained: Annotated[str, Arg("a Whisper checkpoint folder, or a Hub id", min_length=1)],
+        device: Annotated[str, Arg("where it runs, e.g. `cuda`")] = "cpu",
+        batch: Annotated[int, Arg("clips per pipeline call", ge=1)] = 8,
+        language: Annotated[
+            str | None, Arg("the spoken language (e.g. `en`); detected when not given")
+        ] = None,
+        max_new_tokens: Annotated[int, Arg("the most tokens of one transcript", ge=1)] = 440,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
+from typing import Annotated, Any
 
+from audioeval.config.fields import Arg
 from audioeval.errors import ModelError
 from audioeval.models.api.http import (
     HttpReply,
@@ -44,28 +45,38 @@ def read_transcript(data: bytes) -> str:
 
 class OpenAITranscriptionASR(StreamingModel):
     name = "openai"
-    arg_minimums = {
-        "num_concurrent": 1,
-        "max_concurrent": 1,
-        "max_retries": 0,
-        "timeout": 0.001,
-        "max_retry_after": 0,
-        "max_consecutive_failures": 1,
-    }
 
     def __init__(
         self,
         *,
-        model: str = "whisper-1",
-        base_url: str | None = None,
-        api_key_env: str = "OPENAI_API_KEY",
-        language: str | None = None,
-        num_concurrent: int = 8,
-        max_concurrent: int | None = None,
-        max_retries: int = 6,
-        timeout: float = 120.0,
-        max_retry_after: float = 60.0,
-        max_consecutive_failures: int = 10,
+        model: Annotated[str, Arg("the transcription model", min_length=1)] = "whisper-1",
+        base_url: Annotated[
+            str | None, Arg("e.g. `http://localhost:8001/v1` for `vllm serve`", shown_default="OpenAI's")
+        ] = None,
+        api_key_env: Annotated[
+            str, Arg("the environment variable holding the key (keys never come from flags)")
+        ] = "OPENAI_API_KEY",
+        language: Annotated[
+            str | None, Arg("the spoken language (ISO 639-1, e.g. `en`), sent when given")
+        ] = None,
+        num_concurrent: Annotated[int, Arg("requests in flight at once to start with", ge=1)] = 8,
+        max_concurrent: Annotated[
+            int | None,
+            Arg(
+                "the most requests in flight the adaptive limit may reach",
+                ge=1,
+                shown_default="`num_concurrent`",
+            ),
+        ] = None,
+        max_retries: Annotated[
+            int,
+            Arg("retries of 408/409/429/5xx, timeouts, dropped connections and malformed replies", ge=0),
+        ] = 6,
+        timeout: Annotated[float, Arg("seconds per attempt", gt=0)] = 120.0,
+        max_retry_after: Annotated[float, Arg("the longest `Retry-After` honoured, in seconds", ge=0)] = 60.0,
+        max_consecutive_failures: Annotated[
+            int, Arg("answers failing in a row before the endpoint counts as down", ge=1)
+        ] = 10,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)

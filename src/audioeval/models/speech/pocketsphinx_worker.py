@@ -13,13 +13,20 @@ import multiprocessing
 import time
 from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 
-from audioeval.errors import ModelError
+from audioeval.config.fields import Arg
 from audioeval.models.base import Model
-from audioeval.models.pocketsphinx_asr import PocketSphinxModel, model_paths, paths_identity
+from audioeval.models.pocketsphinx_asr import (
+    AcousticModel,
+    Dictionary,
+    LanguageModel,
+    PocketSphinxModel,
+    model_paths,
+    paths_identity,
+)
 from audioeval.types import AudioClip, Request, Response
 
 _decoder: PocketSphinxModel | None = None  # in each worker process
@@ -37,22 +44,19 @@ def _transcribe(samples: np.ndarray, sampling_rate: int) -> str:
 
 class PocketSphinxASR(Model):
     name = "pocketsphinx"
-    arg_minimums = {"workers": 1}
 
     def __init__(
         self,
         *,
-        hmm: str | None = None,
-        lm: str | None = None,
-        dictionary: str | None = None,
-        workers: int = 1,
+        hmm: AcousticModel = None,
+        lm: LanguageModel = None,
+        dictionary: Dictionary = None,
+        workers: Annotated[int, Arg("worker processes decoding at once", ge=1)] = 1,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.paths: dict[str, Path] = model_paths(hmm, lm, dictionary, flag="--asr_args")
         self.workers = int(workers)
-        if self.workers < 1:
-            raise ModelError(f"--asr_args workers={workers}: use 1 or more processes.")
         # spawned, not forked: the run has threads (an event loop, the feed) a fork would copy mid-step
         self._pool = ProcessPoolExecutor(
             self.workers,

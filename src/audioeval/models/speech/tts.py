@@ -22,9 +22,10 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata
-from typing import Any
+from typing import Annotated, Any
 
 from audioeval.audio.speech import synthesize
+from audioeval.config.fields import Arg
 from audioeval.errors import DataError, ModelError
 from audioeval.models.base import ModelTask, StreamingModel
 from audioeval.types import AudioClip, Failure, Request, Response, SpokenAnswer
@@ -61,9 +62,17 @@ class TtsModel(StreamingModel):
     def __init__(
         self,
         *,
-        text_model: str,
-        voice: str = "en",
-        speaking_rate: int = 160,
+        text_model: Annotated[
+            str,
+            Arg(
+                "the registered model whose answers are spoken (not tts); its arguments go beside",
+                min_length=1,
+            ),
+        ],
+        voice: Annotated[
+            str, Arg("eSpeak NG voice: a language, optionally +m1..m7 or +f1..f5 (`en+m3`)", min_length=1)
+        ] = "en",
+        speaking_rate: Annotated[int, Arg("words per minute (eSpeak NG's range)", ge=80, le=450)] = 160,
         batch_size: int = 1,
         seed: int = 0,
         **text_args: Any,
