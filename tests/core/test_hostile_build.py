@@ -72,7 +72,7 @@ def test_build_onto_a_non_empty_folder_needs_overwrite_and_keeps_it_otherwise(tm
 )
 def test_build_numbers_below_their_range_are_refused(tmp_path, flag, value, least):
     code, _, err = run_cli(["build", BUILDER, "--output_dir", str(tmp_path / "out"), flag, value])
-    assert code == 2 and f"{flag} must be at least {least}, got {value}." in err
+    assert code == 2 and f"{flag} must be from {least} to " in err and f", got {value}." in err
     assert not any(tmp_path.iterdir())
 
 

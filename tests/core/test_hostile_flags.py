@@ -98,3 +98,44 @@ def test_flags_that_need_another_flag_say_so(flags, expected):
     code, _, err = run_cli([*RUN, "--model", "chance", *flags])
     assert code == 2
     assert expected in err and len(err.strip().splitlines()) == 1, err
+
+
+TTS = ["--model", "tts", "--model_args"]
+LOOPBACK = "base_url=http://127.0.0.1:9/v1"
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        ([*TTS, "text_model=chance,speaking_rate=0"], "--model_args speaking_rate=0: model 'tts' must be from 80 to 450, got 0."),
+        ([*TTS, "text_model=chance,speaking_rate=-5"], "--model_args speaking_rate=-5: model 'tts' must be from 80 to 450, got -5."),
+        ([*TTS, "text_model=chance,speaking_rate=1e9"], "--model_args speaking_rate=1000000000.0: model 'tts' expects an integer (from 80 to 450), got 1000000000.0."),
+        (["--model", "openai", "--model_args", f"model=m,{LOOPBACK},audio_output=true,voice="], "--model_args voice=: model 'openai' must be non-empty, got ''."),
+        (["--model", "openai", "--model_args", f"model=,{LOOPBACK}"], "--model_args model=: model 'openai' must be non-empty, got ''."),
+        (["--model", "realtime", "--model_args", f"model=,{LOOPBACK}"], "--model_args model=: model 'realtime' must be non-empty, got ''."),
+        ([*TTS, "text_model=chance", "--asr", "pocketsphinx", "--asr_args", "hmm=/etc"], "--asr pocketsphinx: --asr_args hmm=/etc: /etc is not a PocketSphinx acoustic model folder (it has no mdef, means, variances, transition_matrices)"),
+        ([*TTS, "text_model=chance", "--asr", "pocketsphinx", "--asr_args", "lm=/nonexistent/en.lm.bin"], "--asr pocketsphinx: --asr_args lm=/nonexistent/en.lm.bin: no such file: /nonexistent/en.lm.bin."),
+        ([*TTS, "text_model=chance", "--asr", "pocketsphinx", "--asr_args", "workers=0"], "--asr pocketsphinx: --asr_args workers=0: model 'pocketsphinx' must be at least 1, got 0."),
+    ],
+)  # fmt: skip
+def test_declared_argument_out_of_its_range_is_one_line_before_the_run(flags, expected):
+    code, out, err = run_cli([*RUN, *flags])
+    assert code == 2, err
+    assert err.strip().startswith("audioeval: error: " + expected), err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err and out == ""
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "expected"),
+    [
+        ("--n_episodes", "1000000000000", "--n_episodes must be from 1 to 1,000,000, got 1000000000000."),
+        ("--max_shots", "100000", "--max_shots must be from 0 to 1000, got 100000."),
+        ("--seed", "4294967296", "--seed must be from 0 to 4,294,967,295, got 4294967296."),
+        ("--builder_args", "n_episodes=1e12", "--builder_args n_episodes: expects an integer (from 1 to 1,000,000), got 1000000000000.0."),
+    ],
+)  # fmt: skip
+def test_build_numbers_are_bounded_before_anything_is_generated(tmp_path, flag, value, expected):
+    out_dir = tmp_path / "out"
+    code, _, err = run_cli(["build", str(TOY / "toy_tones.py"), "--output_dir", str(out_dir), flag, value])
+    assert (code, err.strip()) == (2, f"audioeval: error: {expected}")
+    assert not any(tmp_path.iterdir())  # no staging folder, nothing written

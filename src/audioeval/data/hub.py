@@ -13,7 +13,7 @@ import logging
 import shutil
 import time
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -21,6 +21,7 @@ from tqdm.auto import tqdm
 
 from audioeval.augment.build import degraded_builders
 from audioeval.augment.plan import CONDITION_SEPARATOR, parse_augment
+from audioeval.config.fields import Arg, FieldProblem, check_values, description, takes
 from audioeval.data.builders import builder_config_names, builder_names, load_builder_class, make_builder
 from audioeval.data.card import GENERATION_FLAGS, Build, ConfigStats, card_text, public_parameters, read_card
 from audioeval.data.destination import fresh_destination, interrupt_on_terminate, make_staging
@@ -29,6 +30,13 @@ from audioeval.kvargs import FlagParser, parse_kv
 from audioeval.redact import register_secret
 
 log = logging.getLogger("audioeval")
+#: the numbers `audioeval build` takes as flags (and in --builder_args), declared once: the flags' help and the
+#: checks before any work come from here. The largest keep a typo (an extra 000) from running for days.
+BUILD_NUMBERS: dict[str, Any] = {
+    "n_episodes": Annotated[int, Arg("episodes per config", ge=1, le=1_000_000)],
+    "max_shots": Annotated[int, Arg("demonstrations per episode", ge=0, le=1_000)],
+    "seed": Annotated[int, Arg("episode seed", ge=0, le=2**32 - 1)],
+}
 SHARD_BYTES = 256 * 1024 * 1024
 ROW_GROUP_ROWS = 100  # datasets' row group size for audio data
 ROW_GROUP_BYTES = 64 * 1024 * 1024
@@ -46,9 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
         'load_dataset("<benchmark>", config) then loads from that folder as is',
     )
     p.add_argument("--configs", help="comma list of builder configs (default: all)")
-    p.add_argument("--n_episodes", type=int, help="episodes per config")
-    p.add_argument("--max_shots", type=int, help="demonstrations per episode")
-    p.add_argument("--seed", type=int, help="episode seed")
+    for flag, declared in BUILD_NUMBERS.items():
+        p.add_argument(f"--{flag}", type=int, help=f"{description(declared)}: {takes(declared)}")
     p.add_argument("--builder_args", default="", help="other builder arguments: key=value,...")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
     from audioeval.augment.arguments import add_augment_arguments
@@ -186,13 +193,12 @@ def _approx_bytes(obj: Any) -> int:
 
 def cmd_build(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    for flag, least in (("n_episodes", 1), ("max_shots", 0), ("seed", 0)):
-        value = getattr(args, flag)
-        if value is not None and value < least:
-            raise UsageError(f"--{flag} must be at least {least}, got {value}.")
+    given = {k: getattr(args, k) for k in BUILD_NUMBERS if getattr(args, k) is not None}
+    _check_numbers(given, "--{key} {words}.")
     cls = _builder_class(args)
     configs = _chosen_configs(args, cls)
     kwargs = parse_kv(args.builder_args, "--builder_args")
+    _check_numbers({k: v for k, v in kwargs.items() if k in BUILD_NUMBERS}, "--builder_args {key}: {words}.")
     for key in ("n_episodes", "max_shots", "seed"):
         if getattr(args, key) is not None:
             kwargs[key] = getattr(args, key)
@@ -283,6 +289,13 @@ def _duration(seconds: float) -> str:
     if seconds < 5400:
         return f"{seconds / 60:.0f} min"
     return f"{seconds / 3600:.1f} h"
+
+
+def _check_numbers(values: dict[str, Any], message: str) -> None:
+    try:
+        check_values(values, BUILD_NUMBERS)
+    except FieldProblem as problem:
+        raise UsageError(message.format(key=problem.key, words=problem.words)) from None
 
 
 def _loading_hint(destination: Path, config: str) -> str:
