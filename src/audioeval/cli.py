@@ -66,9 +66,9 @@ def run_parser() -> argparse.ArgumentParser:
         help="model backend, e.g. hf, openai, vllm, cascade, chance; `--model list` shows them all "
         "(default: the offline `chance` baseline, with a notice)",
     )
-    p.add_argument("--model_args", "-a", default="", help="backend arguments: key=value,key2=value2")
+    p.add_argument("--model_args", "-a", default="", help="backend arguments: k=v,...; `list` shows them")
     p.add_argument("--num_fewshot", "-f", help="comma list of shot counts k (default: each task's own)")
-    p.add_argument("--task_args", default="", help="task parameters: key=value,... (validated per task)")
+    p.add_argument("--task_args", default="", help="task parameters: k=v,...; `list` shows them")
     p.add_argument("--limit", "-L", help="episodes per task: a count N, or a fraction such as 0.1")
     p.add_argument(
         "--batch_size",
@@ -162,18 +162,28 @@ def cmd_run(argv: list[str]) -> int:
 
 
 def _listing(args: argparse.Namespace) -> str | None:
-    """What `--model list`, `--tasks list` and `--augment list` print; None for a run."""
+    """What `--model list`, `--model NAME --model_args list`, `--tasks list`, `--tasks NAMES --task_args list`
+    and `--augment list` print; None for a run."""
     if args.model == "list":
         from audioeval.models.registry import listing, use_backend_folders
 
         use_backend_folders(args.include_path)
         return listing()
+    if args.model_args.strip() == "list":
+        from audioeval.models.registry import arguments_listing, use_backend_folders
+
+        use_backend_folders(args.include_path)
+        return arguments_listing(args.model or DEFAULT_MODEL)
     if not args.tasks:
         raise UsageError("--tasks is required: a comma list of tasks or groups (`--tasks list` shows them).")
     if args.tasks.strip() == "list":
         from audioeval.config.registry import TaskRegistry
 
         return TaskRegistry.discover(args.include_path).listing()
+    if args.task_args.strip() == "list":
+        from audioeval.config.registry import TaskRegistry
+
+        return TaskRegistry.discover(args.include_path).parameter_listing(args.tasks)
     if "list" in args.augment:
         from audioeval.augment.plan import catalogue_listing
 

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from audioeval.config.fields import text_table
 from audioeval.config.judge_roles import JudgeRole, load_roles
 from audioeval.config.task import (
     ConfigError,
@@ -21,6 +22,7 @@ from audioeval.config.task import (
     is_group_file,
     load_group_config,
     load_task_config,
+    parameter_rows,
     read_yaml,
 )
 from audioeval.errors import AudioEvalError, UsageError, unknown_name_message
@@ -190,6 +192,18 @@ class TaskRegistry:
             if m in self.groups:
                 out.extend(g for g in self._subgroups(m) if g not in out)
         return out
+
+    def parameter_listing(self, spec: str) -> str:
+        """`--tasks NAMES --task_args list`: the parameters each selected task takes (tasks that take the same
+        ones are listed together)."""
+        names, _groups = self.select(spec)
+        by_rows: dict[tuple[tuple[str, ...], ...], list[str]] = {}
+        for name in names:
+            by_rows.setdefault(tuple(parameter_rows(self.tasks[name])), []).append(name)
+        header = ("parameter", "type", "default", "meaning")
+        return "\n\n".join(
+            f"{', '.join(tasks)}:\n{text_table([header, *rows])}" for rows, tasks in by_rows.items()
+        )
 
     def listing(self) -> str:
         lines = []

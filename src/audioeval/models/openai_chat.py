@@ -291,7 +291,7 @@ class OpenAIChatModel(StreamingModel):
             int,
             Arg(
                 "retries of 408/409/429/5xx, timeouts, dropped connections and malformed replies, with jittered "
-                "exponential backoff",
+                "exponential backoff (1, 2, 4, ... s, at most 60 s, times a factor drawn from [0.5, 1))",
                 ge=0,
             ),
         ] = 6,
@@ -316,17 +316,19 @@ class OpenAIChatModel(StreamingModel):
         token_limit_field: Annotated[
             Literal["max_tokens", "max_completion_tokens"] | None,
             Arg(
-                "the field the token limit is sent in, overriding the family's choice",
-                shown_default="by `family`",
+                "the field that carries the token limit. By default `max_completion_tokens` for OpenAI's own API "
+                "(`api.openai.com`, where `max_tokens` is deprecated) and for the reasoning family anywhere; "
+                "`max_tokens` for every other server (vLLM takes both; servers following older versions of the "
+                "API, and other providers' OpenAI-compatible front ends, take only `max_tokens`)",
+                shown_default="see the meaning",
             ),
         ] = None,
         family: Annotated[
             Family,
             Arg(
-                "`reasoning`: the model takes `max_completion_tokens` and no temperature but its default "
-                "(OpenAI's o1/o3/o4/gpt-5 models); `chat`: `max_tokens` and `temperature: 0`; `auto` picks "
-                "`reasoning` for o1/o3/o4/gpt-5 style names (`gpt-5-mini`, `o4-mini`, `openai/o3`) and `chat` "
-                "otherwise"
+                "`reasoning`: the model takes no temperature but its default (OpenAI's o1/o3/o4/gpt-5 models) and "
+                "its token limit as `max_completion_tokens`; `chat`: `temperature: 0`; `auto` picks `reasoning` for "
+                "o1/o3/o4/gpt-5 style names (`gpt-5-mini`, `o4-mini`, `openai/o3`) and `chat` otherwise"
             ),
         ] = "auto",
         wait_for_server: Annotated[

@@ -171,7 +171,21 @@ def listing() -> str:
         backend = every[name]
         extra = f"  [pip install 'audioeval[{backend.extra}]']" if backend.extra else ""
         lines.append(f"{name:<{width}}  {backend.summary}{extra}")
+    lines.append("(`--model NAME --model_args list` shows a backend's arguments)")
     return "\n".join(lines)
+
+
+def arguments_listing(name: str) -> str:
+    """`--model NAME --model_args list`: the arguments the backend declares, as its declarations word them."""
+    from audioeval.config.fields import argument_rows, text_table
+    from audioeval.models.base import declared_args
+
+    backend = backends().get(name)
+    rows = argument_rows(declared_args(get_model_class(name)))
+    head = f"--model {name}" + (f": {backend.summary}" if backend else "")
+    if not rows:
+        return f"{head}\n  (no --model_args)"
+    return f"{head}\n" + text_table([("argument", "type", "default", "meaning"), *rows])
 
 
 def _import_target(target: str, base_dir: Path | None, what: str) -> Any:
