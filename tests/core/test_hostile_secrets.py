@@ -231,9 +231,9 @@ def test_a_wrong_key_in_the_environment_is_named_by_its_variable_not_shown(tmp_p
 
 
 @pytest.mark.slow
-def test_a_key_typed_in_asr_args_is_refused_and_the_failed_runs_marker_holds_no_key(tmp_path: Path):
-    """The ASR is made with the model (whether the model speaks is known only then), after the run folder:
-    its INCOMPLETE marker says why the run stopped, without the key."""
+def test_a_key_typed_in_asr_args_is_refused_before_the_run_and_written_nowhere(tmp_path: Path):
+    """--asr_args are checked with the other arguments, before the run folder exists: the refusal does not
+    repeat the key, and nothing is written."""
     proc = run_cli_subprocess(
         [*TOY_RUN, "--model", "realtime", "--model_args", "model=m,base_url=http://127.0.0.1:9/v1",
          "--asr", "openai", "--asr_args", f"model=whisper-1,api_key={KEY}", "--output_path", str(tmp_path / "out"),
@@ -241,8 +241,7 @@ def test_a_key_typed_in_asr_args_is_refused_and_the_failed_runs_marker_holds_no_
     )  # fmt: skip
     assert proc.returncode == 2
     assert "audioeval: error: --asr openai: --asr_args api_key: model 'openai' takes no keys" in proc.stderr
-    (marker,) = (tmp_path / "out").glob("*/*/INCOMPLETE")
-    assert "--asr_args api_key" in marker.read_text()
+    assert not (tmp_path / "out").exists()
     assert in_text([KEY], proc.stdout, proc.stderr) == [] and leaks([KEY], tmp_path) == []
 
 
