@@ -63,8 +63,9 @@ def run_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--model",
         "-m",
-        help="model backend, e.g. hf, openai, vllm, cascade, chance; `--model list` shows them all "
-        "(default: the offline `chance` baseline, with a notice)",
+        help="model backend, e.g. hf, openai, vllm, cascade, chance; `--model list` shows them all, "
+        "`--model NAME --model_args list` the arguments of one (default: the offline `chance` baseline, with a "
+        "notice)",
     )
     p.add_argument("--model_args", "-a", default="", help="backend arguments: k=v,...; `list` shows them")
     p.add_argument("--num_fewshot", "-f", help="comma list of shot counts k (default: each task's own)")

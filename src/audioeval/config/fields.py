@@ -118,7 +118,7 @@ class FieldProblem(Exception):
     @property
     def dotted(self) -> str:
         """`parameters.style`, `num_fewshot[1]`."""
-        return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in self.path).lstrip(".")
+        return _dotted(self.path)
 
     def unknown(self, what: str = "key") -> str:
         """ "unknown <what> 'x'. Did you mean: y?" (or the known keys)."""
@@ -127,11 +127,17 @@ class FieldProblem(Exception):
     def message(self) -> str:
         """One line naming the field, without the file or flag it came from."""
         if self.kind == "unknown":
-            inside = ".".join(str(p) for p in self.path[:-1])
+            inside = _dotted(self.path[:-1])
             return (f"`{inside}`: " if inside else "") + self.unknown()
         if self.kind == "missing":
             return f"`{self.dotted}` is required" + (f": {self.description}." if self.description else ".")
-        return self.words if self.custom else f"`{self.dotted}` {self.words}."
+        if self.custom:  # the check's own words name the key; inside another key, say which
+            return f"`{self.dotted}`: {self.words}" if len(self.path) > 1 else self.words
+        return f"`{self.dotted}` {self.words}."
+
+
+def _dotted(path: tuple[str | int, ...]) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
 
 
 class Problem(ValueError):
@@ -176,10 +182,6 @@ class Argument:
     name: str
     annotation: Any
     default: Any
-
-    @property
-    def required(self) -> bool:
-        return self.default is PydanticUndefined
 
     @property
     def info(self) -> FieldInfo:

@@ -518,14 +518,9 @@ def _load_with_includes(
 
 def _config_error(problem: FieldProblem, path: Path, text: str, what: str) -> ConfigError:
     """The problem as one line naming the file and the line of the key at fault."""
-    where = _where(path, text, *problem.path)
-    if problem.kind == "unknown" and len(problem.path) == 1:
-        message = problem.unknown(f"{what} key")
-    elif problem.custom and len(problem.path) > 1:
-        message = f"`{problem.dotted}`: {problem.words}"
-    else:
-        message = problem.message()
-    return ConfigError(f"{where}: {message}")
+    top_level_unknown = problem.kind == "unknown" and len(problem.path) == 1
+    message = problem.unknown(f"{what} key") if top_level_unknown else problem.message()
+    return ConfigError(f"{_where(path, text, *problem.path)}: {message}")
 
 
 def load_task_config(path: Path) -> TaskConfig:

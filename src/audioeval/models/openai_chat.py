@@ -245,6 +245,92 @@ def _serves(ids: list[str], model: str) -> bool:
 _AUDIO_LIMIT = re.compile(r"at most \d+ audio", re.IGNORECASE)  # vLLM's 400 for too many clips in a prompt
 
 
+# The --model_args of OpenAIChatModel, each declared once (config/fields.py): its type, bounds and meaning
+# here, its default in the signature.
+_Model = Annotated[str, Arg("the endpoint's model name", min_length=1)]
+_BaseUrl = Annotated[
+    str | None, Arg("e.g. `http://127.0.0.1:8000/v1` for `vllm serve`", shown_default="OpenAI's")
+]
+_ApiKeyEnv = Annotated[
+    str,
+    Arg(
+        "the environment variable holding the key (keys never go in `--model_args`; a loopback "
+        "`base_url` needs none)"
+    ),
+]
+_NumConcurrent = Annotated[int, Arg("requests in flight at once to start with (per process)", ge=1)]
+_MaxConcurrent = Annotated[
+    int | None,
+    Arg(
+        "the most requests in flight the adaptive limit may reach",
+        ge=1,
+        shown_default="`num_concurrent`",
+    ),
+]
+_MaxRetries = Annotated[
+    int,
+    Arg(
+        "retries of 408/409/429/5xx, timeouts, dropped connections and malformed replies, with jittered "
+        "exponential backoff (1, 2, 4, ... s, at most 60 s, times a factor drawn from [0.5, 1))",
+        ge=0,
+    ),
+]
+_Timeout = Annotated[
+    float,
+    Arg("seconds per attempt: connecting, sending the request and receiving the whole reply", gt=0),
+]
+_MaxRetryAfter = Annotated[
+    float,
+    Arg(
+        "the longest `Retry-After` (or `retry-after-ms`) honoured, in seconds; a longer one waits this long",
+        ge=0,
+    ),
+]
+_MaxConsecutiveFailures = Annotated[
+    int,
+    Arg("requests failing in a row (each after its retries) before the endpoint counts as down", ge=1),
+]
+_MaxTokens = Annotated[int | None, Arg("default token limit when the task sets none", ge=1)]
+_TokenLimitField = Annotated[
+    Literal["max_tokens", "max_completion_tokens"] | None,
+    Arg(
+        "the field that carries the token limit. By default `max_completion_tokens` for OpenAI's own API "
+        "(`api.openai.com`, where `max_tokens` is deprecated) and for the reasoning family anywhere; "
+        "`max_tokens` for every other server (vLLM takes both; servers following older versions of the "
+        "API, and other providers' OpenAI-compatible front ends, take only `max_tokens`)",
+        shown_default="see the meaning",
+    ),
+]
+_Family = Annotated[
+    Family,
+    Arg(
+        "`reasoning`: the model takes no temperature but its default (OpenAI's o1/o3/o4/gpt-5 models) and "
+        "its token limit as `max_completion_tokens`; `chat`: `temperature: 0`; `auto` picks `reasoning` for "
+        "o1/o3/o4/gpt-5 style names (`gpt-5-mini`, `o4-mini`, `openai/o3`) and `chat` otherwise"
+    ),
+]
+_WaitForServer = Annotated[
+    float | None,
+    Arg(
+        "seconds to wait, before the first request, for a self-hosted `base_url` to answer `GET /models`",
+        ge=0,
+        shown_default="the retries' wait (63 s)",
+    ),
+]
+_AudioOutput = Annotated[bool, Arg("answer in speech too: see [speech_output.md](speech_output.md)")]
+_Voice = Annotated[
+    str | None, Arg("with `audio_output=true`: the voice", min_length=1, shown_default="`alloy`")
+]
+_AudioFormat = Annotated[
+    Literal["wav", "pcm16"] | None,
+    Arg(
+        "with `audio_output=true`: the formats the harness decodes without FFmpeg (`pcm16` is 16-bit mono "
+        "24 kHz, the only format OpenAI streams)",
+        shown_default="`wav`",
+    ),
+]
+
+
 class OpenAIChatModel(StreamingModel):
     name = "openai"
     gen_kwargs_spec = {
@@ -265,94 +351,22 @@ class OpenAIChatModel(StreamingModel):
     def __init__(
         self,
         *,
-        model: Annotated[str, Arg("the endpoint's model name", min_length=1)],
-        base_url: Annotated[
-            str | None, Arg("e.g. `http://127.0.0.1:8000/v1` for `vllm serve`", shown_default="OpenAI's")
-        ] = None,
-        api_key_env: Annotated[
-            str,
-            Arg(
-                "the environment variable holding the key (keys never go in `--model_args`; a loopback "
-                "`base_url` needs none)"
-            ),
-        ] = "OPENAI_API_KEY",
-        num_concurrent: Annotated[
-            int, Arg("requests in flight at once to start with (per process)", ge=1)
-        ] = 8,
-        max_concurrent: Annotated[
-            int | None,
-            Arg(
-                "the most requests in flight the adaptive limit may reach",
-                ge=1,
-                shown_default="`num_concurrent`",
-            ),
-        ] = None,
-        max_retries: Annotated[
-            int,
-            Arg(
-                "retries of 408/409/429/5xx, timeouts, dropped connections and malformed replies, with jittered "
-                "exponential backoff (1, 2, 4, ... s, at most 60 s, times a factor drawn from [0.5, 1))",
-                ge=0,
-            ),
-        ] = 6,
-        timeout: Annotated[
-            float,
-            Arg("seconds per attempt: connecting, sending the request and receiving the whole reply", gt=0),
-        ] = 120.0,
-        max_retry_after: Annotated[
-            float,
-            Arg(
-                "the longest `Retry-After` (or `retry-after-ms`) honoured, in seconds; a longer one waits this long",
-                ge=0,
-            ),
-        ] = 60.0,
-        max_consecutive_failures: Annotated[
-            int,
-            Arg(
-                "requests failing in a row (each after its retries) before the endpoint counts as down", ge=1
-            ),
-        ] = 10,
-        max_tokens: Annotated[int | None, Arg("default token limit when the task sets none", ge=1)] = None,
-        token_limit_field: Annotated[
-            Literal["max_tokens", "max_completion_tokens"] | None,
-            Arg(
-                "the field that carries the token limit. By default `max_completion_tokens` for OpenAI's own API "
-                "(`api.openai.com`, where `max_tokens` is deprecated) and for the reasoning family anywhere; "
-                "`max_tokens` for every other server (vLLM takes both; servers following older versions of the "
-                "API, and other providers' OpenAI-compatible front ends, take only `max_tokens`)",
-                shown_default="see the meaning",
-            ),
-        ] = None,
-        family: Annotated[
-            Family,
-            Arg(
-                "`reasoning`: the model takes no temperature but its default (OpenAI's o1/o3/o4/gpt-5 models) and "
-                "its token limit as `max_completion_tokens`; `chat`: `temperature: 0`; `auto` picks `reasoning` for "
-                "o1/o3/o4/gpt-5 style names (`gpt-5-mini`, `o4-mini`, `openai/o3`) and `chat` otherwise"
-            ),
-        ] = "auto",
-        wait_for_server: Annotated[
-            float | None,
-            Arg(
-                "seconds to wait, before the first request, for a self-hosted `base_url` to answer `GET /models`",
-                ge=0,
-                shown_default="the retries' wait (63 s)",
-            ),
-        ] = None,
-        audio_output: Annotated[
-            bool, Arg("answer in speech too: see [speech_output.md](speech_output.md)")
-        ] = False,
-        voice: Annotated[
-            str | None, Arg("with `audio_output=true`: the voice", min_length=1, shown_default="`alloy`")
-        ] = None,
-        audio_format: Annotated[
-            Literal["wav", "pcm16"] | None,
-            Arg(
-                "with `audio_output=true`: the formats the harness decodes without FFmpeg (`pcm16` is 16-bit mono "
-                "24 kHz, the only format OpenAI streams)",
-                shown_default="`wav`",
-            ),
-        ] = None,
+        model: _Model,
+        base_url: _BaseUrl = None,
+        api_key_env: _ApiKeyEnv = "OPENAI_API_KEY",
+        num_concurrent: _NumConcurrent = 8,
+        max_concurrent: _MaxConcurrent = None,
+        max_retries: _MaxRetries = 6,
+        timeout: _Timeout = 120.0,
+        max_retry_after: _MaxRetryAfter = 60.0,
+        max_consecutive_failures: _MaxConsecutiveFailures = 10,
+        max_tokens: _MaxTokens = None,
+        token_limit_field: _TokenLimitField = None,
+        family: _Family = "auto",
+        wait_for_server: _WaitForServer = None,
+        audio_output: _AudioOutput = False,
+        voice: _Voice = None,
+        audio_format: _AudioFormat = None,
         **kwargs: Any,
     ) -> None:
         if not audio_output and (voice is not None or audio_format is not None):

@@ -135,6 +135,76 @@ def spoken_answer(answer: Answer) -> SpokenAnswer:
     )
 
 
+# The --model_args of RealtimeModel, each declared once (config/fields.py): its type, bounds and meaning
+# here, its default in the signature.
+_Model = Annotated[str, Arg("the model name, sent as `?model=` on the WebSocket URL", min_length=1)]
+_BaseUrl = Annotated[
+    str | None,
+    Arg(
+        "the API's base, e.g. `http://127.0.0.1:8765/v1`; the socket is `ws(s)://…/realtime?model=NAME`, as "
+        "the SDK forms it",
+        shown_default="OpenAI's (`OPENAI_BASE_URL` if set)",
+    ),
+]
+_WebsocketUrl = Annotated[
+    str | None,
+    Arg("a separate base for the socket (the SDK's `websocket_base_url`), e.g. `wss://proxy.example/v1`"),
+]
+_ApiKeyEnv = Annotated[str, Arg("the environment variable holding the key (a loopback address needs none)")]
+_Voice = Annotated[
+    str,
+    Arg(
+        "the voice of spoken answers (`alloy`, `ash`, `ballad`, `coral`, `echo`, `sage`, `shimmer`, "
+        "`verse`, `marin`, `cedar`)",
+        min_length=1,
+    ),
+]
+_Output = Annotated[Literal["audio", "text"], Arg("`audio`: speech with its transcript; `text`: text only")]
+_NumConcurrent = Annotated[
+    int, Arg("responses in flight at once to start with (per process), one session each", ge=1)
+]
+_MaxConcurrent = Annotated[
+    int | None,
+    Arg(
+        "the most responses in flight the adaptive limit may reach",
+        ge=1,
+        shown_default="`num_concurrent`",
+    ),
+]
+_MaxOutputTokens = Annotated[
+    Annotated[int, Arg(ge=1, le=MAX_OUTPUT_TOKENS)] | Literal["inf"] | None,
+    Arg(
+        "each response's `max_output_tokens`: a whole number (the API's range), or `inf`",
+        shown_default="the task's `max_new_tokens`",
+    ),
+]
+_MaxRetries = Annotated[
+    int,
+    Arg(
+        "retries of the faults below that make sense to retry, with jittered exponential backoff",
+        ge=0,
+    ),
+]
+_Timeout = Annotated[
+    float, Arg("seconds per response attempt, opening a session included: nothing waits longer", gt=0)
+]
+_MaxRetryAfter = Annotated[
+    float, Arg("the longest wait for an exhausted rate limit to reset, in seconds", ge=0)
+]
+_MaxConsecutiveFailures = Annotated[
+    int,
+    Arg("responses failing in a row (each after its retries) before the endpoint counts as down", ge=1),
+]
+_SessionLifetime = Annotated[
+    float,
+    Arg(
+        "seconds after which a session is replaced before its next response (the API ends sessions at "
+        "60 min)",
+        ge=1,
+    ),
+]
+
+
 class RealtimeModel(StreamingModel):
     name = "realtime"
     speaks = True
@@ -171,80 +241,20 @@ class RealtimeModel(StreamingModel):
     def __init__(
         self,
         *,
-        model: Annotated[str, Arg("the model name, sent as `?model=` on the WebSocket URL", min_length=1)],
-        base_url: Annotated[
-            str | None,
-            Arg(
-                "the API's base, e.g. `http://127.0.0.1:8765/v1`; the socket is `ws(s)://…/realtime?model=NAME`, as "
-                "the SDK forms it",
-                shown_default="OpenAI's (`OPENAI_BASE_URL` if set)",
-            ),
-        ] = None,
-        websocket_url: Annotated[
-            str | None,
-            Arg(
-                "a separate base for the socket (the SDK's `websocket_base_url`), e.g. `wss://proxy.example/v1`"
-            ),
-        ] = None,
-        api_key_env: Annotated[
-            str, Arg("the environment variable holding the key (a loopback address needs none)")
-        ] = "OPENAI_API_KEY",
-        voice: Annotated[
-            str,
-            Arg(
-                "the voice of spoken answers (`alloy`, `ash`, `ballad`, `coral`, `echo`, `sage`, `shimmer`, "
-                "`verse`, `marin`, `cedar`)",
-                min_length=1,
-            ),
-        ] = "alloy",
-        output: Annotated[
-            Literal["audio", "text"], Arg("`audio`: speech with its transcript; `text`: text only")
-        ] = "audio",
-        num_concurrent: Annotated[
-            int, Arg("responses in flight at once to start with (per process), one session each", ge=1)
-        ] = 8,
-        max_concurrent: Annotated[
-            int | None,
-            Arg(
-                "the most responses in flight the adaptive limit may reach",
-                ge=1,
-                shown_default="`num_concurrent`",
-            ),
-        ] = None,
-        max_output_tokens: Annotated[
-            Annotated[int, Arg(ge=1, le=MAX_OUTPUT_TOKENS)] | Literal["inf"] | None,
-            Arg(
-                "each response's `max_output_tokens`: a whole number (the API's range), or `inf`",
-                shown_default="the task's `max_new_tokens`",
-            ),
-        ] = None,
-        max_retries: Annotated[
-            int,
-            Arg(
-                "retries of the faults below that make sense to retry, with jittered exponential backoff",
-                ge=0,
-            ),
-        ] = 6,
-        timeout: Annotated[
-            float, Arg("seconds per response attempt, opening a session included: nothing waits longer", gt=0)
-        ] = 120.0,
-        max_retry_after: Annotated[
-            float, Arg("the longest wait for an exhausted rate limit to reset, in seconds", ge=0)
-        ] = 60.0,
-        max_consecutive_failures: Annotated[
-            int,
-            Arg(
-                "responses failing in a row (each after its retries) before the endpoint counts as down", ge=1
-            ),
-        ] = 10,
-        session_lifetime: Annotated[
-            float,
-            Arg(
-                "seconds after which a session is replaced before its next response (the API ends sessions at "
-                "60 min)",
-                ge=1,
-            ),
-        ] = 55 * 60.0,
+        model: _Model,
+        base_url: _BaseUrl = None,
+        websocket_url: _WebsocketUrl = None,
+        api_key_env: _ApiKeyEnv = "OPENAI_API_KEY",
+        voice: _Voice = "alloy",
+        output: _Output = "audio",
+        num_concurrent: _NumConcurrent = 8,
+        max_concurrent: _MaxConcurrent = None,
+        max_output_tokens: _MaxOutputTokens = None,
+        max_retries: _MaxRetries = 6,
+        timeout: _Timeout = 120.0,
+        max_retry_after: _MaxRetryAfter = 60.0,
+        max_consecutive_failures: _MaxConsecutiveFailures = 10,
+        session_lifetime: _SessionLifetime = 55 * 60.0,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)

@@ -171,7 +171,6 @@ def listing() -> str:
         backend = every[name]
         extra = f"  [pip install 'audioeval[{backend.extra}]']" if backend.extra else ""
         lines.append(f"{name:<{width}}  {backend.summary}{extra}")
-    lines.append("(`--model NAME --model_args list` shows a backend's arguments)")
     return "\n".join(lines)
 
 

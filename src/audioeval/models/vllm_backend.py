@@ -84,6 +84,35 @@ def max_clips_per_request(tasks: Sequence[ModelTask]) -> int:
     return most
 
 
+# The --model_args of VLLMModel, each declared once (config/fields.py): its type, bounds and meaning
+# here, its default in the signature.
+_Dtype = Annotated[
+    str,
+    Arg(
+        "passed to `vllm.LLM` (vLLM-CPU turns `auto` into bfloat16; `float32` for bit-for-bit comparisons "
+        "with `hf`)"
+    ),
+]
+_TensorParallelSize = Annotated[int, Arg("tensor parallelism over GPUs", ge=1)]
+_MaxModelLen = Annotated[int | None, Arg("passed to `vllm.LLM`", ge=1)]
+_GpuMemoryUtilization = Annotated[
+    float, Arg("passed to `vllm.LLM` (GPUs): the share of GPU memory it may take", gt=0, le=1)
+]
+_KvCacheMemoryBytes = Annotated[
+    int | None,
+    Arg(
+        "passed to `vllm.LLM`; on a CPU it (or `VLLM_CPU_KVCACHE_SPACE`, GiB) bounds the KV cache, and a "
+        "warning says so when neither is set",
+        ge=1,
+    ),
+]
+_MaxNumSeqs = Annotated[int | None, Arg("passed to `vllm.LLM`", ge=1)]
+_EnforceEager = Annotated[bool, Arg("skip torch.compile (the engine starts ~20 s sooner on 2 cores)")]
+_LimitAudioPerPrompt = Annotated[
+    int | None, Arg('`limit_mm_per_prompt={"audio": N}`', ge=1, shown_default="from the tasks")
+]
+
+
 class VLLMModel(Model):
     name = "vllm"
 
@@ -92,33 +121,14 @@ class VLLMModel(Model):
         pretrained: Pretrained,
         revision: Revision = None,
         family: FamilyName = None,
-        dtype: Annotated[
-            str,
-            Arg(
-                "passed to `vllm.LLM` (vLLM-CPU turns `auto` into bfloat16; `float32` for bit-for-bit comparisons "
-                "with `hf`)"
-            ),
-        ] = "auto",
-        tensor_parallel_size: Annotated[int, Arg("tensor parallelism over GPUs", ge=1)] = 1,
-        max_model_len: Annotated[int | None, Arg("passed to `vllm.LLM`", ge=1)] = None,
-        gpu_memory_utilization: Annotated[
-            float, Arg("passed to `vllm.LLM` (GPUs): the share of GPU memory it may take", gt=0, le=1)
-        ] = 0.9,
-        kv_cache_memory_bytes: Annotated[
-            int | None,
-            Arg(
-                "passed to `vllm.LLM`; on a CPU it (or `VLLM_CPU_KVCACHE_SPACE`, GiB) bounds the KV cache, and a "
-                "warning says so when neither is set",
-                ge=1,
-            ),
-        ] = None,
-        max_num_seqs: Annotated[int | None, Arg("passed to `vllm.LLM`", ge=1)] = None,
-        enforce_eager: Annotated[
-            bool, Arg("skip torch.compile (the engine starts ~20 s sooner on 2 cores)")
-        ] = False,
-        limit_audio_per_prompt: Annotated[
-            int | None, Arg('`limit_mm_per_prompt={"audio": N}`', ge=1, shown_default="from the tasks")
-        ] = None,
+        dtype: _Dtype = "auto",
+        tensor_parallel_size: _TensorParallelSize = 1,
+        max_model_len: _MaxModelLen = None,
+        gpu_memory_utilization: _GpuMemoryUtilization = 0.9,
+        kv_cache_memory_bytes: _KvCacheMemoryBytes = None,
+        max_num_seqs: _MaxNumSeqs = None,
+        enforce_eager: _EnforceEager = False,
+        limit_audio_per_prompt: _LimitAudioPerPrompt = None,
         max_new_tokens: MaxNewTokens = 256,
         trust_remote_code: TrustRemoteCode = False,
         system_prompt: SystemPrompt = None,

@@ -78,19 +78,13 @@ class EndpointSettings:
         register_url_credentials(self.base_url)
         if self.base_url is not None:
             check_url("base_url", self.base_url)
-        if self.num_concurrent < 1:
-            raise ModelError(f"num_concurrent={self.num_concurrent}: it must be at least 1.")
+        # each number's own range is declared on the backends' arguments (checked before they are made)
         if self.max_concurrent is None:
             self.max_concurrent = self.num_concurrent
         if self.max_concurrent < self.num_concurrent:
             raise ModelError(
                 f"max_concurrent={self.max_concurrent} is below num_concurrent={self.num_concurrent}: "
                 "raise max_concurrent or lower num_concurrent."
-            )
-        if self.max_retry_after < 0 or self.max_retries < 0 or self.max_consecutive_failures < 1:
-            raise ModelError(
-                "max_retry_after and max_retries must be >= 0 and max_consecutive_failures >= 1 "
-                f"(got {self.max_retry_after}, {self.max_retries}, {self.max_consecutive_failures})."
             )
 
     @property

@@ -66,6 +66,43 @@ class _Prepared:
     clips: ClipBatch
 
 
+# The --model_args of HFModel, each declared once (config/fields.py): its type, bounds and meaning
+# here, its default in the signature.
+_Dtype = Annotated[Literal["auto", "float32", "float16", "bfloat16"], Arg("the weights' dtype")]
+_Device = Annotated[
+    str | None,
+    Arg("explicit device, e.g. `cuda:1`", shown_default="rank device, else `cuda`, else `cpu`"),
+]
+_DeviceMap = Annotated[
+    str | None, Arg("e.g. `auto`: spread one copy over all visible GPUs (models larger than one GPU)")
+]
+_AttnImplementation = Annotated[
+    str | None,
+    Arg("e.g. `sdpa`, `flash_attention_2`, `eager`", shown_default="transformers' default"),
+]
+_AudioOutput = Annotated[
+    bool,
+    Arg("answer in speech too (Qwen3-Omni with a talker): see [speech_output.md](speech_output.md)"),
+]
+_Speaker = Annotated[
+    str | None,
+    Arg(
+        "with `audio_output=true`: one of `talker_config.speaker_id` (the release: Ethan, Chelsie, Aiden; "
+        "any case)",
+        shown_default="`ethan` (else the config's first)",
+    ),
+]
+_TalkerMaxNewTokens = Annotated[
+    int | None,
+    Arg(
+        "with `audio_output=true`: the talker's codec steps at most (12.5 a second: 4096 is about 5.5 "
+        "minutes)",
+        ge=1,
+        shown_default="4096 (transformers')",
+    ),
+]
+
+
 class HFModel(Model):
     name = "hf"
 
@@ -74,47 +111,19 @@ class HFModel(Model):
         pretrained: Pretrained,
         revision: Revision = None,
         family: FamilyName = None,
-        dtype: Annotated[
-            Literal["auto", "float32", "float16", "bfloat16"], Arg("the weights' dtype")
-        ] = "auto",
-        device: Annotated[
-            str | None,
-            Arg("explicit device, e.g. `cuda:1`", shown_default="rank device, else `cuda`, else `cpu`"),
-        ] = None,
-        device_map: Annotated[
-            str | None, Arg("e.g. `auto`: spread one copy over all visible GPUs (models larger than one GPU)")
-        ] = None,
-        attn_implementation: Annotated[
-            str | None,
-            Arg("e.g. `sdpa`, `flash_attention_2`, `eager`", shown_default="transformers' default"),
-        ] = None,
+        dtype: _Dtype = "auto",
+        device: _Device = None,
+        device_map: _DeviceMap = None,
+        attn_implementation: _AttnImplementation = None,
         max_new_tokens: MaxNewTokens = 256,
         trust_remote_code: TrustRemoteCode = False,
         system_prompt: SystemPrompt = None,
         audio_placement: AudioPlacement = None,
         chat_template: ChatTemplate = None,
         max_audio_seconds: MaxAudioSeconds = None,
-        audio_output: Annotated[
-            bool,
-            Arg("answer in speech too (Qwen3-Omni with a talker): see [speech_output.md](speech_output.md)"),
-        ] = False,
-        speaker: Annotated[
-            str | None,
-            Arg(
-                "with `audio_output=true`: one of `talker_config.speaker_id` (the release: Ethan, Chelsie, Aiden; "
-                "any case)",
-                shown_default="`ethan` (else the config's first)",
-            ),
-        ] = None,
-        talker_max_new_tokens: Annotated[
-            int | None,
-            Arg(
-                "with `audio_output=true`: the talker's codec steps at most (12.5 a second: 4096 is about 5.5 "
-                "minutes)",
-                ge=1,
-                shown_default="4096 (transformers')",
-            ),
-        ] = None,
+        audio_output: _AudioOutput = False,
+        speaker: _Speaker = None,
+        talker_max_new_tokens: _TalkerMaxNewTokens = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
