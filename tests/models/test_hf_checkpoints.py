@@ -71,7 +71,9 @@ def test_architecture_without_adapter_names_the_supported_ones(tiny_models, tmp_
 
 
 def test_bad_model_args(tiny_models):
-    with pytest.raises(ModelError, match="dtype='int8'"):
+    with pytest.raises(
+        ModelError, match="dtype=int8: model 'hf' must be one of: auto, float32, float16, bfloat16"
+    ):
         create_model("hf", {"pretrained": str(tiny_models["qwen2_audio"]), "dtype": "int8"}, 1, 0)
     with pytest.raises(ModelError, match="unknown argument for model 'hf' 'pretrain'"):
         create_model("hf", {"pretrain": "x"}, 1, 0)
