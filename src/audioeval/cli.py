@@ -171,6 +171,7 @@ def _listing(args: argparse.Namespace) -> str | None:
         use_backend_folders(args.include_path)
         return listing()
     if args.model_args.strip() == "list":
+        from audioeval.api.evaluate import DEFAULT_MODEL
         from audioeval.models.registry import arguments_listing, use_backend_folders
 
         use_backend_folders(args.include_path)
