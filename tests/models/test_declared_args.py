@@ -118,7 +118,10 @@ def test_an_annotation_that_does_not_resolve_takes_anything(backend_file):
             ["--model", "tts"],
             ["--model tts: ", "speaking_rate  int from 80 to 450  160", "text_model", "voice"],
         ),
-        (["--model", "realtime"], ["max_output_tokens", "int ≥ 1 or `inf`", "session_lifetime", "float ≥ 1"]),
+        (
+            ["--model", "realtime"],
+            ["max_output_tokens", "int from 1 to 4096 or `inf`", "session_lifetime", "float ≥ 1"],
+        ),
         (["--model", "chance"], ["--model chance: ", "(no --model_args)"]),
         (["--model", "toy-pitch", "--include_path", str(TOY)], ["--model toy-pitch", "(no --model_args)"]),
     ],

@@ -21,6 +21,7 @@ import audioeval.models.api.realtime_session as session_module
 from audioeval.errors import ModelError, UsageError
 from audioeval.models.openai_chat import OpenAIChatModel
 from audioeval.models.realtime import RealtimeModel, spoken_answer
+from audioeval.models.registry import create_model
 from audioeval.models.speech.openai_transcriptions import OpenAITranscriptionASR
 from audioeval.models.speech.tts import MAX_SPOKEN_CHARS, TtsModel
 from audioeval.run.cache import SPOKEN_KEY, ResponseCache
@@ -110,8 +111,16 @@ def test_an_endless_realtime_answer_is_cut_and_counted(monkeypatch):
 
 
 def test_a_token_limit_outside_the_realtime_range_is_refused_before_the_run():
-    with pytest.raises(ModelError, match="from 1 to 4096, or inf"):
-        RealtimeModel(model="gpt-realtime", base_url="http://127.0.0.1:9/v1", max_output_tokens=5000)
+    with pytest.raises(
+        ModelError,
+        match=r"max_output_tokens=5000: model 'realtime' expects an integer \(from 1 to 4096\), inf",
+    ):
+        create_model(
+            "realtime",
+            {"model": "gpt-realtime", "base_url": "http://127.0.0.1:9/v1", "max_output_tokens": 5000},
+            1,
+            0,
+        )
     with pytest.raises(
         UsageError, match="max_new_tokens=5000: the Realtime API takes max_output_tokens from 1"
     ):

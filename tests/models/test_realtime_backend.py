@@ -228,7 +228,7 @@ def test_the_beta_session_shape_is_refused_by_the_server_and_named_by_the_backen
 def test_bad_model_args_are_one_clear_error_before_anything_connects(args, message):
     with pytest.raises(ModelError) as err:
         create_model("realtime", {"model": "m", "base_url": "http://127.0.0.1:1/v1", **args}, 1, 0)
-    assert str(err.value).startswith("--model_args " + message)
+    assert message in str(err.value) and len(str(err.value).splitlines()) == 1
 
 
 def test_valid_token_limits_reach_the_model_as_given():
