@@ -126,7 +126,9 @@ def build_record(
 ) -> tuple[RunRecord, str]:
     """The record, and the robustness table of an --augment run (its files written to the run folder)."""
     warnings, unscored = failure_warnings(rows, evaluated.judges, evaluated.cache_damage)
-    model = ModelRecord(cfg.model, redact_args(cfg.model_args), evaluated.identity, cfg.batch_size)
+    model = ModelRecord(
+        cfg.model, _described(redact_args(cfg.model_args)), evaluated.identity, cfg.batch_size
+    )
     record = RunRecord(
         sections=sections,
         configs={t.name: _task_record(t) for t in plan.tasks},
@@ -172,10 +174,23 @@ def _task_record(task: PreparedTask) -> TaskRecord:
     )
 
 
+def _described(model_args: dict[str, Any]) -> dict[str, Any]:
+    """The arguments as results.json records them: an object given from Python (a loaded model, its
+    processor) by its class, not its whole repr."""
+    plain = (str, int, float, bool, type(None), list, dict)
+    return {
+        k: v if isinstance(v, plain) else f"<{type(v).__name__} in memory>" for k, v in model_args.items()
+    }
+
+
 def model_display_name(model_name: str, model_args: dict[str, Any]) -> str:
+    """The run folder's name: the backend and the checkpoint it ran (a model given in memory by its class)."""
     for key in ("pretrained", "model", "asr"):
-        if key in model_args and model_args[key]:
-            return f"{model_name}__{Path(str(model_args[key])).name}"
+        value = model_args.get(key)
+        if value and isinstance(value, str):
+            return f"{model_name}__{Path(value).name}"
+        if value:
+            return f"{model_name}__{type(value).__name__}"
     return model_name
 
 

@@ -30,10 +30,11 @@ _HUB_PATTERNS = [
 
 @dataclass(frozen=True)
 class Checkpoint:
-    pretrained: str  # the absolute folder, or the Hub id as given
-    path: Path  # local folder holding config.json
+    pretrained: str  # the absolute folder, or the Hub id as given ("<Class> in memory" for a loaded model)
+    path: Path  # local folder holding config.json (a loaded model's name_or_path, which may not exist)
     config: dict[str, Any]
     family: FamilyAdapter
+    in_memory: bool = False  # a model the caller loaded and holds (its weights may change between runs)
 
     @property
     def model_type(self) -> str | None:
@@ -92,6 +93,15 @@ def open_checkpoint(
     local = Path(str(pretrained)).expanduser().exists()
     name = str(path) if local else str(pretrained)
     return Checkpoint(pretrained=name, path=path, config=config, family=adapter)
+
+
+def loaded_checkpoint(model: Any, family: str | None = None) -> Checkpoint:
+    """A transformers model already loaded (a training loop's): its config stands for config.json."""
+    config = model.config.to_dict()
+    where = f"{type(model).__name__} given in memory"
+    adapter = family_by_name(family) if family else family_for(config.get("model_type"), where)
+    path = Path(str(getattr(model, "name_or_path", "") or type(model).__name__))
+    return Checkpoint(pretrained=where, path=path, config=config, family=adapter, in_memory=True)
 
 
 def check_processor_files(checkpoint: Checkpoint) -> None:

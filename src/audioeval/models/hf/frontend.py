@@ -4,6 +4,7 @@ both backends send the same inputs for the same request."""
 
 from __future__ import annotations
 
+import copy
 import hashlib
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
@@ -11,9 +12,9 @@ from typing import Annotated, Any, Literal
 from audioeval.config.fields import Arg
 from audioeval.errors import ModelError
 from audioeval.models.hf.audio import AudioPreparer
-from audioeval.models.hf.checkpoint import Checkpoint, fingerprint, open_checkpoint
+from audioeval.models.hf.checkpoint import Checkpoint, fingerprint, loaded_checkpoint, open_checkpoint
 from audioeval.models.hf.families import ADAPTER_VERSION, PLACEMENTS
-from audioeval.models.hf.loading import audio_sampling_rate, load_processor
+from audioeval.models.hf.loading import audio_sampling_rate, load_processor, prepare_processor
 from audioeval.models.hf.prompt import PromptStyle, render_prompt
 from audioeval.types import Request
 
@@ -60,30 +61,55 @@ class AudioChatFrontend:
         revision: str | None = None,
         family: str | None = None,
         trust_remote_code: bool = False,
+        chat_template: str | None = None,
+        **style: Any,
+    ) -> AudioChatFrontend:
+        """A checkpoint folder or Hub id; `style`: system_prompt, audio_placement, max_audio_seconds."""
+        checkpoint = open_checkpoint(pretrained, revision, family)
+        _check_placement(checkpoint, style.get("audio_placement"))
+        processor = load_processor(checkpoint, bool(trust_remote_code), chat_template)
+        return cls._assemble(checkpoint, processor, **style)
+
+    @classmethod
+    def of_loaded(
+        cls,
+        model: Any,
+        processor: Any,
+        *,
+        family: str | None = None,
+        chat_template: str | None = None,
+        **style: Any,
+    ) -> AudioChatFrontend:
+        """A model and processor the caller loaded and holds (a training loop's). The processor is copied, so
+        setting it up for the harness (left padding, a chat template) leaves the caller's own as it was."""
+        checkpoint = loaded_checkpoint(model, family)
+        _check_placement(checkpoint, style.get("audio_placement"))
+        if processor is None:
+            raise ModelError(
+                "--model_args processor=...: a model given in memory needs its processor too "
+                "(AutoProcessor.from_pretrained(...) of the same checkpoint)."
+            )
+        return cls._assemble(
+            checkpoint, prepare_processor(copy.deepcopy(processor), checkpoint, chat_template), **style
+        )
+
+    @classmethod
+    def _assemble(
+        cls,
+        checkpoint: Checkpoint,
+        processor: Any,
         system_prompt: str | None = None,
         audio_placement: str | None = None,
-        chat_template: str | None = None,
         max_audio_seconds: float | None = None,
     ) -> AudioChatFrontend:
-        checkpoint = open_checkpoint(pretrained, revision, family)
         adapter = checkpoint.family
-        placement = audio_placement or adapter.placement
-        if placement not in PLACEMENTS:
-            raise ModelError(
-                f"--model_args audio_placement={placement!r}: expected one of {', '.join(PLACEMENTS)}."
-            )
-        if adapter.tokenized_template and audio_placement == "inline":
-            raise ModelError(
-                f"--model_args audio_placement=inline: {adapter.title} prompts are built by its tokenizer."
-            )
-        processor = load_processor(checkpoint, bool(trust_remote_code), chat_template)
         rate = audio_sampling_rate(processor, str(checkpoint.path))
         limit = adapter.audio_limit(processor)
         if max_audio_seconds is not None:
             limit = min(float(max_audio_seconds), limit) if limit is not None else float(max_audio_seconds)
         style = PromptStyle(
             family=adapter,
-            placement=placement,
+            placement=audio_placement or adapter.placement,
             system_prompt=adapter.default_system_prompt if system_prompt is None else str(system_prompt),
             source=str(checkpoint.path),
         )
@@ -102,7 +128,9 @@ class AudioChatFrontend:
         template = self.processor.chat_template or ""
         return {
             "pretrained": self.checkpoint.pretrained,
-            "fingerprint": fingerprint(self.checkpoint.path),
+            # a model in memory has no files to fingerprint: its weights are the caller's, and its answers are
+            # not cached unless the caller asks (api/evaluate.py)
+            "fingerprint": "in memory" if self.checkpoint.in_memory else fingerprint(self.checkpoint.path),
             "family": self.checkpoint.family.name,
             "adapter_version": ADAPTER_VERSION,
             "audio_placement": self.style.placement,
@@ -110,3 +138,16 @@ class AudioChatFrontend:
             "chat_template_sha256": hashlib.sha256(str(template).encode()).hexdigest(),
             "max_audio_seconds": self.audio.max_seconds,
         }
+
+
+def _check_placement(checkpoint: Checkpoint, audio_placement: str | None) -> None:
+    adapter = checkpoint.family
+    placement = audio_placement or adapter.placement
+    if placement not in PLACEMENTS:
+        raise ModelError(
+            f"--model_args audio_placement={placement!r}: expected one of {', '.join(PLACEMENTS)}."
+        )
+    if adapter.tokenized_template and audio_placement == "inline":
+        raise ModelError(
+            f"--model_args audio_placement=inline: {adapter.title} prompts are built by its tokenizer."
+        )

@@ -141,7 +141,7 @@ def load_processor(
     check_transformers_version()
     check_processor_files(checkpoint)
     family = checkpoint.family
-    from transformers import AutoProcessor, ProcessorMixin
+    from transformers import AutoProcessor
 
     try:
         processor = AutoProcessor.from_pretrained(str(checkpoint.path), trust_remote_code=trust_remote_code)
@@ -156,10 +156,20 @@ def load_processor(
             raise ModelError(
                 f"{checkpoint.path}: AutoProcessor could not load the processor ({type(err).__name__}: {err}).{hint}"
             ) from err
+    return prepare_processor(processor, checkpoint, chat_template)
+
+
+def prepare_processor(processor: Any, checkpoint: Checkpoint, chat_template: str | None = None) -> Any:
+    """The processor checked and set up for audio chats (chat template, left padding); it is changed in place,
+    so a caller's own processor is handed over as a copy."""
+    from transformers import ProcessorMixin
+
+    family = checkpoint.family
     if not isinstance(processor, ProcessorMixin):
         raise ModelError(
-            f"{checkpoint.path}: AutoProcessor found only a {type(processor).__name__}, not an audio processor. "
-            "Save the full processor (feature extractor + tokenizer) with processor.save_pretrained(folder)."
+            f"{checkpoint.path}: the processor is only a {type(processor).__name__}, not an audio processor (feature "
+            "extractor + tokenizer): save the full processor with processor.save_pretrained(folder), or load it "
+            "with AutoProcessor."
         )
     if not family.tokenized_template and getattr(processor, "audio_token", None) is None:
         raise ModelError(f"{checkpoint.path}: {type(processor).__name__} defines no audio_token.")

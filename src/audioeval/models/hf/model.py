@@ -16,6 +16,7 @@ the thinker's text and a `SpokenAnswer` (the 24 kHz waveform, the text as its tr
 from __future__ import annotations
 
 import base64
+import contextlib
 import gc
 import logging
 import os
@@ -27,9 +28,10 @@ from typing import Annotated, Any, Literal
 
 import torch  # at module level, so a missing `hf` extra is reported by the model registry
 import transformers
+from pydantic import PlainValidator
 
 from audioeval.audio.wav import encode_wav
-from audioeval.config.fields import Arg
+from audioeval.config.fields import Arg, Problem
 from audioeval.errors import ModelError
 from audioeval.models.base import Model
 from audioeval.models.generation import GenerationSettings, read_settings, settings_key
@@ -41,7 +43,6 @@ from audioeval.models.hf.frontend import (
     FamilyName,
     MaxAudioSeconds,
     MaxNewTokens,
-    Pretrained,
     Revision,
     SystemPrompt,
     TrustRemoteCode,
@@ -103,12 +104,49 @@ _TalkerMaxNewTokens = Annotated[
 ]
 
 
+def _checkpoint_or_model(value: Any) -> Any:
+    if isinstance(value, str):
+        if not value:
+            raise Problem("`pretrained` is empty: give a checkpoint folder or a Hub id.")
+        return value
+    if (
+        isinstance(value, torch.nn.Module)
+        and hasattr(value, "config")
+        and callable(getattr(value, "generate", None))
+    ):
+        return value
+    raise Problem(
+        f"`pretrained` is a {type(value).__name__}: give a checkpoint folder, a Hub id, or (from Python) a "
+        "transformers model already loaded, with its processor as processor=."
+    )
+
+
+_Pretrained = Annotated[
+    Any,
+    Arg(
+        "checkpoint folder, or a Hub id (fetched with huggingface_hub); from Python also a transformers model "
+        "already loaded (with `processor`)",
+        shown_type="str or model",
+    ),
+    PlainValidator(_checkpoint_or_model),
+]
+_Processor = Annotated[
+    Any,
+    Arg(
+        "from Python, with `pretrained` given as a loaded model: its processor (copied, yours is left as it is)",
+        shown_default="the checkpoint's",
+        shown_type="processor",
+    ),
+]
+
+
 class HFModel(Model):
     name = "hf"
 
     def __init__(
         self,
-        pretrained: Pretrained,
+        pretrained: _Pretrained,
+        processor: _Processor = None,
         revision: Revision = None,
         family: FamilyName = None,
         dtype: _Dtype = "auto",
@@ -137,34 +175,50 @@ class HFModel(Model):
                 "its own GPU (data parallel). Use either several processes or device_map=auto in one process."
             )
         self.max_new_tokens = int(max_new_tokens)
-        model_dtype = torch_dtype(dtype)  # validated before anything loads
-        self.frontend = AudioChatFrontend.open(
-            pretrained,
-            revision=revision,
-            family=family,
-            trust_remote_code=bool(trust_remote_code),
-            system_prompt=system_prompt,
-            audio_placement=audio_placement,
-            chat_template=chat_template,
-            max_audio_seconds=max_audio_seconds,
+        style = dict(
+            system_prompt=system_prompt, audio_placement=audio_placement, max_audio_seconds=max_audio_seconds
         )
-        self.checkpoint = self.frontend.checkpoint
-        self.processor = self.frontend.processor
-        self.style = self.frontend.style
-        self.audio = self.frontend.audio
-        self.sampling_rate = self.frontend.sampling_rate
-        # checked from config.json before any weight loads
-        self.speech = open_speech(self.checkpoint, speaker, talker_max_new_tokens) if audio_output else None
-        self.speaks = self.speech is not None
-        model = load_model(
-            self.checkpoint,
-            dtype=model_dtype,
-            device=select_device(device),
-            device_map=device_map,
-            attn_implementation=attn_implementation,
-            trust_remote_code=bool(trust_remote_code),
-            model_class=self.checkpoint.family.speech_class if self.speech is not None else None,
-        )
+        if not isinstance(pretrained, str):  # a model the caller loaded and holds: used as it is, where it is
+            loading = dict(dtype=dtype, device=device, device_map=device_map, revision=revision,
+                           attn_implementation=attn_implementation, audio_output=audio_output or None)  # fmt: skip
+            given = [k for k, v in loading.items() if v not in (None, "auto")]
+            if given:
+                raise ModelError(
+                    f"--model_args {', '.join(given)}: the model given in memory is used as it is (its device, dtype "
+                    "and attention); set these when you load it (audio_output: save it and pass its folder)."
+                )
+            self.frontend = AudioChatFrontend.of_loaded(
+                pretrained, processor, family=family, chat_template=chat_template, **style
+            )
+            self._adopt_frontend()
+            self.speech, self.speaks, model = None, False, pretrained
+        else:
+            if processor is not None:
+                raise ModelError("--model_args processor: give it with a model loaded in memory only.")
+            model_dtype = torch_dtype(dtype)  # validated before anything loads
+            self.frontend = AudioChatFrontend.open(
+                pretrained,
+                revision=revision,
+                family=family,
+                trust_remote_code=bool(trust_remote_code),
+                chat_template=chat_template,
+                **style,
+            )
+            self._adopt_frontend()
+            # checked from config.json before any weight loads
+            self.speech = (
+                open_speech(self.checkpoint, speaker, talker_max_new_tokens) if audio_output else None
+            )
+            self.speaks = self.speech is not None
+            model = load_model(
+                self.checkpoint,
+                dtype=model_dtype,
+                device=select_device(device),
+                device_map=device_map,
+                attn_implementation=attn_implementation,
+                trust_remote_code=bool(trust_remote_code),
+                model_class=self.checkpoint.family.speech_class if self.speech is not None else None,
+            )
         # Speaking: `speaker_model` is the whole model (thinker, talker, vocoder) and `model` its thinker, which
         # is what the text path and the diagnostics use either way.
         self.speaker_model: Any = model if self.speech is not None else None
@@ -178,6 +232,13 @@ class HFModel(Model):
             self.model.dtype,
             self.batch_size,
         )
+
+    def _adopt_frontend(self) -> None:
+        self.checkpoint = self.frontend.checkpoint
+        self.processor = self.frontend.processor
+        self.style = self.frontend.style
+        self.audio = self.frontend.audio
+        self.sampling_rate = self.frontend.sampling_rate
 
     # ------------------------------------------------------------------------------------------------------
     def _make_identity(self) -> dict[str, Any]:
@@ -197,6 +258,10 @@ class HFModel(Model):
 
     # ------------------------------------------------------------------------------------------------------
     def generate(self, requests: list[Request]) -> list[Response]:
+        with _evaluating(self.model):
+            return self._generate(requests)
+
+    def _generate(self, requests: list[Request]) -> list[Response]:
         out: list[Response | None] = [None] * len(requests)
         groups: dict[str, list[int]] = defaultdict(list)
         for i, request in enumerate(requests):
@@ -390,6 +455,19 @@ class HFModel(Model):
         gc.collect()
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
+
+
+@contextlib.contextmanager
+def _evaluating(model: Any) -> Any:
+    """Inference in eval mode (no dropout); a model the caller was training goes back to training after."""
+    training = bool(getattr(model, "training", False))
+    if training:
+        model.eval()
+    try:
+        yield
+    finally:
+        if training:
+            model.train()
 
 
 def _base64_audio_block(payloads: list[str], index: int) -> dict[str, Any]:
