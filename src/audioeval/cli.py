@@ -75,7 +75,6 @@ def run_parser() -> argparse.ArgumentParser:
         "--batch_size",
         "-b",
         type=int,
-        default=1,
         help="requests per generate() call of a local backend (hf, vllm; results do not depend on it; "
         "the API backend keeps its own number in flight instead); default 1",
     )

@@ -105,7 +105,9 @@ def test_cis_agree_with_an_independent_paired_bootstrap_and_p_values_with_mcnema
 def test_runs_with_another_seed_are_refused_for_pairing_and_compared_unpaired_on_request(runs):
     code, out, err = _compare(str(runs["chance"]), str(runs["other_seed"]))
     assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1
-    assert "different --seed (0 vs 1)" in err and "--unpaired" in err
+    assert (
+        "different --seed (1 vs 0)" in err and "--unpaired" in err
+    )  # the run named first, then the baseline
     code, out, err = _compare(str(runs["chance"]), str(runs["other_seed"]), "--unpaired", "--format", "json")
     assert code == 0, err
     result = json.loads(out)

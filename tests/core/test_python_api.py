@@ -37,6 +37,26 @@ class PitchModel(Model):
         return answers
 
 
+class Constant(Model):
+    """A model of one's own with arguments of its own, written as docs/python_api.md shows (no batch_size)."""
+
+    def __init__(self, answer: str = "low") -> None:
+        super().__init__()
+        self.answer = answer
+
+    def generate(self, requests):
+        return [Response(text=self.answer) for _ in requests]
+
+
+class NotAModel:
+    def generate(self, requests):
+        return []
+
+
+class NoGenerate(Model):
+    pass
+
+
 class TooManyAnswers(Model):
     def generate(self, requests):
         return [Response(text="low")] * (len(requests) + 1)
@@ -122,6 +142,46 @@ def test_a_model_breaking_the_contract_is_one_line_naming_it(model, expected):
     assert expected in message and "\n" not in message
 
 
+def test_a_model_class_of_ones_own_takes_its_own_arguments_on_the_command_line(tmp_path):
+    cli = ["--tasks", "toy_tones", "--include_path", str(TOY), "--limit", "4", "--no_progress"]
+    cli += ["--cache_dir", str(tmp_path / "cache"), "--bootstrap_iters", "0", "--batch_size", "2"]
+    scores = {}
+    for answer in ("low", "high"):
+        out = tmp_path / answer
+        code, _, err = run_cli(
+            [*cli, "--model", "tests.core.test_python_api:Constant", "--model_args", f"answer={answer}"]
+            + ["--output_path", str(out)]
+        )
+        assert code == 0, err
+        results = load_results(latest_run(out))
+        assert results["model"]["batch_size"] == 2
+        scores[answer] = results["results"]["toy_tones"]["0-shot"]["accuracy"]
+    # the arguments are part of the model's identity: the second run's answers did not come from the first's
+    assert scores["low"] + scores["high"] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
+    ("target", "expected"),
+    [
+        ("tests.core.test_python_api:NotAModel", "'NotAModel' is not a subclass of audioeval.Model"),
+        ("tests.core.test_python_api:NoGenerate", "NoGenerate does not implement generate (Model.generate"),
+        ("no_such_module_here:Thing", "no module 'no_such_module_here' (is its folder on PYTHONPATH?"),
+    ],
+)
+def test_a_backend_class_that_breaks_the_contract_is_one_line_on_the_command_line(target, expected):
+    code, _, err = run_cli(["--tasks", "toy_tones", "--include_path", str(TOY), "--model", target])
+    assert code == 2 and expected in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_model_object_takes_the_runs_batch_size_and_records_it():
+    model = PitchModel()
+    seen = []
+    original = model.generate
+    model.generate = lambda requests: seen.append(len(requests)) or original(requests)
+    result = audioeval.evaluate(model=model, batch_size=4, **TOY_RUN)
+    assert max(seen) == 4 and result.to_dict()["model"]["batch_size"] == 4
+
+
 def test_what_is_not_a_model_is_refused_naming_the_contract():
     class Lookalike:
         def generate(self, requests):
@@ -129,6 +189,8 @@ def test_what_is_not_a_model_is_refused_naming_the_contract():
 
     with pytest.raises(UsageError, match="must be an instance of a subclass of audioeval.Model"):
         audioeval.evaluate(model=Lookalike(), **TOY_RUN)
+    with pytest.raises(UsageError, match=r"got the class PitchModel; pass a model object, an instance of it"):
+        audioeval.evaluate(model=PitchModel, **TOY_RUN)
     with pytest.raises(UsageError, match="a model given as an object is built already"):
         audioeval.evaluate(model=PitchModel(), model_args={"x": 1}, **TOY_RUN)
 

@@ -35,6 +35,12 @@ if TYPE_CHECKING:  # loaded once the options are checked: a wrong flag is report
 log = logging.getLogger("audioeval")
 
 DEFAULT_MODEL = "chance"
+# lm-eval defaults its model too: the documented one-liner runs as typed, on an offline baseline
+NO_MODEL_NOTICE = (
+    f"no --model given: running the offline `{DEFAULT_MODEL}` baseline (a uniform draw from each task's labels). "
+    "Pick a real model with e.g. --model hf --model_args pretrained=Qwen/Qwen2-Audio-7B-Instruct (or openai, vllm; "
+    "see README.md, Models)."
+)
 DEFAULT_RESAMPLES = 10_000  # = audioeval.results.stats.DEFAULT_RESAMPLES (a test keeps them equal)
 SEED_MAX = 2**32 - 1  # what every seeded library takes (numpy's legacy RandomState, torch, random)
 SPOKEN_TEXTS = ("asr", "transcript")
@@ -50,7 +56,7 @@ def evaluate(
     num_fewshot: int | Sequence[int] | str | None = None,
     task_args: Flag = None,
     limit: int | float | str | None = None,
-    batch_size: int = 1,
+    batch_size: int | None = None,
     seed: int = 0,
     output_path: str | os.PathLike[str] | None = None,
     log_samples: bool = False,
@@ -139,7 +145,7 @@ def run_config(
     num_fewshot: int | Sequence[int] | str | None,
     task_args: Flag,
     limit: int | float | str | None,
-    batch_size: int,
+    batch_size: int | None,
     seed: int,
     output_path: str | os.PathLike[str] | None,
     log_samples: bool,
@@ -159,15 +165,8 @@ def run_config(
 ) -> RunConfig:
     """Every option checked and turned into the run's settings: wrong values whatever the tasks are an error
     here, before anything is loaded."""
-    notices = []
+    notices = [] if model is not None else [NO_MODEL_NOTICE]
     instance = _model_object(model)
-    if model is None:
-        # lm-eval defaults its model too: the documented one-liner runs as typed, on an offline baseline
-        notices.append(
-            f"no --model given: running the offline `{DEFAULT_MODEL}` baseline (a uniform draw from each task's "
-            "labels). Pick a real model with e.g. --model hf --model_args pretrained=Qwen/Qwen2-Audio-7B-Instruct "
-            "(or openai, vllm; see README.md, Models)."
-        )
     args = _kv(model_args, "--model_args")
     if instance is not None and args:
         raise UsageError(
@@ -179,6 +178,8 @@ def run_config(
     if len(judge_maps) == 1 and len(judges) > 1:
         judge_maps = judge_maps * len(judges)
     _check_numbers(batch_size, bootstrap_iters, seed)
+    if instance is not None:
+        batch_size = _adopt(instance, batch_size, seed)
     augments = _names(augment)
     _check_speech_and_augment(asr, asr_args, spoken_text, augments, augment_target)
     from audioeval.run.settings import RunConfig
@@ -191,7 +192,7 @@ def run_config(
         num_fewshot=shot_list(num_fewshot),
         task_args=_kv(task_args, "--task_args"),
         limit=None if limit is None else str(limit),
-        batch_size=batch_size,
+        batch_size=batch_size or 1,
         seed=seed,
         output_path=None if output_path is None else str(output_path),
         log_samples=bool(log_samples),
@@ -213,7 +214,9 @@ def run_config(
 
 
 def _check_numbers(batch_size: Any, bootstrap_iters: Any, seed: Any) -> None:
-    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+    if batch_size is not None and (
+        not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1
+    ):
         raise UsageError(f"--batch_size must be at least 1 (an integer), got {batch_size!r}.")
     if not isinstance(bootstrap_iters, int) or isinstance(bootstrap_iters, bool) or bootstrap_iters < 0:
         raise UsageError(
@@ -287,6 +290,11 @@ def _model_object(model: str | Model | None) -> Model | None:
         return None
     from audioeval.models.base import Model
 
+    if isinstance(model, type) and issubclass(model, Model):
+        raise UsageError(
+            f"--model: got the class {model.__name__}; pass a model object, an instance of it "
+            f"(model={model.__name__}(...)), or a backend name."
+        )
     if not isinstance(model, Model):
         raise UsageError(
             f"--model: got a {type(model).__name__} object; a model object must be an instance of a subclass of "
@@ -299,6 +307,16 @@ def _model_object(model: str | Model | None) -> Model | None:
             "generate(self, requests) -> list[audioeval.Response] (docs/python_api.md)."
         )
     return model
+
+
+def _adopt(model: Model, batch_size: int | None, seed: int) -> int:
+    """A model object takes the run's batch size when one is given (else keeps its own) and the run's seed
+    when it has none; the run records what the model has."""
+    if batch_size is not None or not isinstance(getattr(model, "batch_size", None), int):
+        model.batch_size = batch_size or 1
+    if not isinstance(getattr(model, "seed", None), int):
+        model.seed = seed
+    return model.batch_size
 
 
 def _in_memory(instance: Model | None, model_args: dict[str, Any]) -> bool:

@@ -75,14 +75,26 @@ class Model(ABC):
     #: its declaration (`Annotated[int, Arg(..., ge=1)]`); by default what every local backend reads
     gen_kwargs_spec: ClassVar[dict[str, Any]] = LOCAL_GEN_KWARGS
 
+    #: the --model_args the registry made this backend with (the default identity includes them)
+    model_args: dict[str, Any] = {}
+
     def __init__(self, *, batch_size: int = 1, seed: int = 0, **_: Any) -> None:
         self.batch_size = max(1, int(batch_size))
         self.seed = int(seed)
 
     @property
     def identity(self) -> dict[str, Any]:
-        """What makes this backend's outputs what they are; part of every cache key."""
-        return {"model": self.name}
+        """What makes this backend's outputs what they are; part of every cache key. The default names the
+        backend, its class and the --model_args it was made with; a backend whose answers depend on more
+        (weights, files, a seed) overrides it to say so."""
+        cls = type(self)
+        identity: dict[str, Any] = {
+            "model": self.name or cls.__qualname__,
+            "class": f"{cls.__module__}.{cls.__qualname__}",
+        }
+        if self.model_args:
+            identity["args"] = self.model_args
+        return identity
 
     @property
     def display_name(self) -> str:

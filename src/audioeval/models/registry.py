@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import inspect
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from audioeval.errors import ModelError, unknown_name_message
+from audioeval.errors import AudioEvalError, ModelError, unknown_name_message
 from audioeval.hooks import import_file, wing_modules
 
 if TYPE_CHECKING:
@@ -215,15 +216,53 @@ def get_model_class(name: str) -> type[Model]:
             "--model: " + unknown_name_message("model", name, every, "`--model list` shows them all.")
         )
     try:
-        return _import_target(target, base_dir, f"--model {name}")
+        cls = _import_target(target, base_dir, f"--model {name}")
+    except ModuleNotFoundError as err:
+        if extra is None and err.name and target.split(":")[0].startswith(err.name):
+            raise ModelError(
+                f"--model {name}: no module {err.name!r} (is its folder on PYTHONPATH? `./file.py:Class` names a "
+                "file instead)."
+            ) from err
+        hint = f" Install it with: pip install 'audioeval[{extra}]'." if extra else ""
+        raise ModelError(f"--model {name}: a dependency is missing ({err.name or err}).{hint}") from err
     except ImportError as err:
         hint = f" Install it with: pip install 'audioeval[{extra}]'." if extra else ""
         raise ModelError(f"--model {name}: a dependency is missing ({err.name or err}).{hint}") from err
+    return _honours_the_contract(cls, name)
+
+
+def _honours_the_contract(cls: Any, name: str) -> type[Model]:
+    from audioeval.models.base import CONTRACT, Model
+
+    if not (isinstance(cls, type) and issubclass(cls, Model)):
+        raise ModelError(
+            f"--model {name}: {getattr(cls, '__name__', cls)!r} is not a subclass of audioeval.Model; a backend "
+            f"derives from it and implements the model contract: {CONTRACT}."
+        )
+    if inspect.isabstract(cls):
+        missing = ", ".join(sorted(cls.__abstractmethods__))
+        raise ModelError(f"--model {name}: {cls.__name__} does not implement {missing} ({CONTRACT}).")
+    return cls
 
 
 def create_model(name: str, model_args: dict[str, Any], batch_size: int, seed: int) -> Model:
+    """The backend, made with its --model_args, and the run's batch size and seed where its __init__ takes
+    them (a backend of your own may take neither)."""
     from audioeval.models.base import check_model_args
 
     cls = get_model_class(name)
     check_model_args(cls, model_args)
-    return cls(batch_size=batch_size, seed=seed, **model_args)
+    parameters = inspect.signature(cls.__init__).parameters
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+    run = {k: v for k, v in (("batch_size", batch_size), ("seed", seed)) if takes_any or k in parameters}
+    try:
+        model = cls(**run, **model_args)
+    except AudioEvalError:
+        raise
+    except Exception as err:
+        raise ModelError(
+            f"--model {name}: {cls.__name__}(...) failed ({type(err).__name__}: {err})."
+        ) from err
+    model.batch_size, model.seed = max(1, int(batch_size)), int(seed)
+    model.model_args = dict(model_args)
+    return model

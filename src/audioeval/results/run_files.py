@@ -120,7 +120,9 @@ def sample_lines(path: Path) -> Iterator[tuple[int, int, SampleRecord]]:
             except ValueError as err:  # not JSON (or not UTF-8)
                 if partial and not line.endswith(b"\n"):
                     return
-                reason = re.sub(r" at line \d+ column (\d+)$", r", column \1", str(err))
+                reason = re.sub(r" at line \d+ column (\d+)$", r", column \1", str(err)).removesuffix(
+                    ", column 0"
+                )
                 raise DataError(f"{path}:{number}: not a JSON line ({reason}); {_RERUN_SAMPLES}") from err
             yield number, start, sample_from_json(data, path, number)
 

@@ -178,46 +178,21 @@ class HFModel(Model):
         style = dict(
             system_prompt=system_prompt, audio_placement=audio_placement, max_audio_seconds=max_audio_seconds
         )
+        loading = dict(dtype=dtype, device=device, device_map=device_map, revision=revision,
+                       attn_implementation=attn_implementation)  # fmt: skip
         if not isinstance(pretrained, str):  # a model the caller loaded and holds: used as it is, where it is
-            loading = dict(dtype=dtype, device=device, device_map=device_map, revision=revision,
-                           attn_implementation=attn_implementation, audio_output=audio_output or None)  # fmt: skip
-            given = [k for k, v in loading.items() if v not in (None, "auto")]
-            if given:
-                raise ModelError(
-                    f"--model_args {', '.join(given)}: the model given in memory is used as it is (its device, dtype "
-                    "and attention); set these when you load it (audio_output: save it and pass its folder)."
-                )
-            self.frontend = AudioChatFrontend.of_loaded(
-                pretrained, processor, family=family, chat_template=chat_template, **style
-            )
-            self._adopt_frontend()
-            self.speech, self.speaks, model = None, False, pretrained
+            given = [
+                k
+                for k, v in {**loading, "audio_output": audio_output or None}.items()
+                if v not in (None, "auto")
+            ]
+            model = self._adopt_loaded(pretrained, processor, given, family, chat_template, style)
         else:
             if processor is not None:
                 raise ModelError("--model_args processor: give it with a model loaded in memory only.")
-            model_dtype = torch_dtype(dtype)  # validated before anything loads
-            self.frontend = AudioChatFrontend.open(
-                pretrained,
-                revision=revision,
-                family=family,
-                trust_remote_code=bool(trust_remote_code),
-                chat_template=chat_template,
-                **style,
-            )
-            self._adopt_frontend()
-            # checked from config.json before any weight loads
-            self.speech = (
-                open_speech(self.checkpoint, speaker, talker_max_new_tokens) if audio_output else None
-            )
-            self.speaks = self.speech is not None
-            model = load_model(
-                self.checkpoint,
-                dtype=model_dtype,
-                device=select_device(device),
-                device_map=device_map,
-                attn_implementation=attn_implementation,
-                trust_remote_code=bool(trust_remote_code),
-                model_class=self.checkpoint.family.speech_class if self.speech is not None else None,
+            speaking = (speaker, talker_max_new_tokens) if audio_output else None
+            model = self._load(
+                pretrained, family, bool(trust_remote_code), chat_template, style, loading, speaking
             )
         # Speaking: `speaker_model` is the whole model (thinker, talker, vocoder) and `model` its thinker, which
         # is what the text path and the diagnostics use either way.
@@ -231,6 +206,61 @@ class HFModel(Model):
             self.model.device,
             self.model.dtype,
             self.batch_size,
+        )
+
+    def _adopt_loaded(
+        self,
+        model: Any,
+        processor: Any,
+        given: list[str],
+        family: str | None,
+        chat_template: str | None,
+        style: dict[str, Any],
+    ) -> Any:
+        if given:
+            raise ModelError(
+                f"--model_args {', '.join(given)}: the model given in memory is used as it is (its device, dtype "
+                "and attention); set these when you load it (audio_output: save it and pass its folder)."
+            )
+        self.frontend = AudioChatFrontend.of_loaded(
+            model, processor, family=family, chat_template=chat_template, **style
+        )
+        self._adopt_frontend()
+        self.speech: SpeechOutput | None = None
+        self.speaks = False
+        return model
+
+    def _load(
+        self,
+        pretrained: str,
+        family: str | None,
+        trust_remote_code: bool,
+        chat_template: str | None,
+        style: dict[str, Any],
+        loading: dict[str, Any],
+        speaking: tuple[str | None, int | None] | None,
+    ) -> Any:
+        model_dtype = torch_dtype(loading["dtype"])  # validated before anything loads
+        self.frontend = AudioChatFrontend.open(
+            pretrained,
+            revision=loading["revision"],
+            family=family,
+            trust_remote_code=trust_remote_code,
+            chat_template=chat_template,
+            **style,
+        )
+        self._adopt_frontend()
+        # checked from config.json before any weight loads
+        self.speech = open_speech(self.checkpoint, *speaking) if speaking is not None else None
+        self.speaks = self.speech is not None
+        return load_model(
+            self.checkpoint,
+            dtype=model_dtype,
+            device=select_device(loading["device"]),
+            device_map=loading["device_map"],
+            attn_implementation=loading["attn_implementation"],
+            trust_remote_code=trust_remote_code,
+            model_class=self.checkpoint.family.speech_class if self.speech is not None else None,
         )
 
     def _adopt_frontend(self) -> None:

@@ -97,8 +97,8 @@ def _pairing(runs: list[Run], baseline: int, tasks: list[str]) -> tuple[bool, st
 def _config_difference(base: Run, run: Run, tasks: list[str]) -> str | None:
     """What in the two runs' recorded settings makes their episodes differ, if anything does."""
     a, b = base.record, run.record
-    if a.seed != b.seed:
-        return f"ran with different --seed ({a.seed} vs {b.seed}): their episodes differ"
+    if a.seed != b.seed:  # worded after "<run> and <baseline>": the run's seed first
+        return f"ran with different --seed ({b.seed} vs {a.seed}): their episodes differ"
     for task in tasks:
         mine, theirs = a.configs.get(task), b.configs.get(task)
         if mine is None or theirs is None:
