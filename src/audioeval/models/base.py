@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from audioeval.config.fields import (
@@ -53,6 +53,10 @@ class ModelTask(Protocol):
     def episode(self, index: int) -> dict[str, Any]: ...
 
     def requests_for(self, episode: dict[str, Any]) -> list[tuple[Request, str]]: ...
+
+    def episodes_of_seed(self, seed: int, indices: Sequence[int]) -> Iterator[dict[str, Any]]:
+        """Episodes of the task's configuration under another seed (the run keeps them once made)."""
+        ...
 
 
 class Model(ABC):
@@ -150,6 +154,13 @@ class Model(ABC):
         if stats is None:
             stats = self.__dict__["_stats"] = EndpointStats()
         return stats
+
+    def probe_episodes(self, task: ModelTask) -> tuple[int, int] | None:
+        """(seed, count) of the episodes of `task`'s configuration under another seed that this model studies
+        before answering it (a baseline's label statistics, say); the run synthesizes them ahead, once per
+        configuration, with their own progress line, and hands them over through `task.episodes_of_seed`.
+        None: it studies nothing."""
+        return None
 
     def prepare(self, tasks: Sequence[ModelTask]) -> None:  # noqa: B027 - optional hook
         """Called once with the prepared tasks after the model is created and before evaluation starts (e.g. to

@@ -38,7 +38,7 @@ from audioeval.results.score_rows import ScoreRow
 from audioeval.run.cache import NoCache, ResponseCache, ResponseStore
 from audioeval.run.distributed import Topology, collectively, init_topology
 from audioeval.run.episode_store import EpisodeStore
-from audioeval.run.evaluator import EvalSettings, Evaluator, TaskOutcome
+from audioeval.run.evaluator import EvalSettings, Evaluator
 from audioeval.run.planning import RunPlan, plan_run
 from audioeval.run.prepared import PreparedTask
 from audioeval.run.recording import (
@@ -48,8 +48,10 @@ from audioeval.run.recording import (
     gather_rows,
     model_display_name,
 )
-from audioeval.run.reference_models import load_reference_models
+from audioeval.run.reference_models import ReferenceStage, load_reference_models
 from audioeval.run.settings import RunConfig
+from audioeval.run.stages import Stage
+from audioeval.run.synthesis import EpisodeSource
 
 if TYPE_CHECKING:
     from audioeval.run.judging import JudgePanel
@@ -228,9 +230,8 @@ def _evaluate(
     cache, episodes = stores
     if judge is not None:
         judge.attach_cache(cache)
-    outcomes: dict[str, list[TaskOutcome]] = {}
-    models: list[Model] = []
-    speech: SpeechStage | None = None
+    model: Model | None = None
+    stages: list[Stage] = [judge] if judge is not None else []  # closed however far the loading gets
     try:
         model = collectively(
             topology,
@@ -238,57 +239,54 @@ def _evaluate(
             f"while loading --model {cfg.model}",
             gather=False,
         )
-        models.append(model)
         references = collectively(
             topology,
             partial(load_reference_models, plan.clean_tasks, cfg.model, cfg.seed),
             "while loading the reference models",
             gather=False,
         )
-        models.extend(references.values())
-        speech = collectively(
+        if references:
+            stages.append(ReferenceStage(references, cache))
+        speech: SpeechStage | None = collectively(
             topology,
             partial(_speech_stage, cfg, model, cache),
             f"while loading --asr {cfg.asr}",
             gather=False,
         )
+        # the order each answer goes through them: heard, then judged (the chosen text), then the references
+        stages = ([speech] if speech is not None else []) + stages
         settings = EvalSettings(log_samples=cfg.log_samples, show_progress=cfg.show_progress)
+        source = EpisodeSource(episodes)
         evaluator = Evaluator(
-            plan.tasks,
-            model,
-            cache,
-            topology,
-            run_dir or Path("."),
-            settings,
-            judge,
-            references,
-            speech,
-            episodes,
+            plan.tasks, model, cache, topology, run_dir or Path("."), settings, stages, source
         )
-        for task in plan.tasks:
-            # every rank reports its own failure; rank 0 says which rank failed
-            gathered = collectively(
-                topology, partial(evaluator.run_task, task), f"while evaluating task {task.name}"
-            )
-            if topology.is_main:
-                outcomes[task.name] = gathered
-        endpoints = _endpoint_figures(topology.gather(_endpoint_stats(model, judge, speech)))
+        # every rank reports its own failure, naming the task; rank 0 says which rank failed
+        gathered = collectively(topology, evaluator.run, evaluator.failure)
+        outcomes = {t.name: [g.tasks[t.name] for g in gathered] for t in plan.tasks}
+        run_timings = [g.timing for g in gathered]
+        endpoints = _endpoint_figures(topology.gather(_endpoint_stats(model, stages)))
         topology.barrier()
         topology.close()  # the last collective: rank 0 goes on alone to aggregate and write
     finally:
-        for loaded in models:
-            if loaded is not cfg.model_instance:  # the caller's own model stays theirs, open
-                loaded.close()
-        if speech is not None:
-            speech.close_model()
+        if model is not None and model is not cfg.model_instance:  # the caller's own model stays theirs, open
+            model.close()
+        for stage in stages:
+            stage.close()
         _close_stores(cache, episodes)
-        if judge is not None:
-            judge.close()
+    assert model is not None
     judges = judge.describe() if judge is not None else None
     down = sorted(judge.down) if judge is not None else []
     described = speech.describe() if speech is not None else None
     return Evaluated(
-        outcomes, endpoints, model.identity, judges, down, cache.damage, topology.world_size, described
+        outcomes if topology.is_main else {},
+        endpoints,
+        model.identity,
+        judges,
+        down,
+        cache.damage,
+        topology.world_size,
+        described,
+        run_timings,
     )
 
 
@@ -350,14 +348,10 @@ def _write(
 
 
 # ---- figures -----------------------------------------------------------------------------------------------
-def _endpoint_stats(
-    model: Model, judge: JudgePanel | None, speech: SpeechStage | None
-) -> dict[str, EndpointStats]:
+def _endpoint_stats(model: Model, stages: list[Stage]) -> dict[str, EndpointStats]:
     stats = {"model": model.stats}
-    if judge is not None:
-        stats.update({f"judge {j.judge_id}": j.model.stats for j in judge.judges})
-    if speech is not None and speech.asr is not None:
-        stats[f"asr {speech.asr_name}"] = speech.asr.stats
+    for stage in stages:
+        stats.update(stage.endpoints())
     return stats
 
 

@@ -99,9 +99,12 @@ def init_topology(keep_group: bool = False) -> Topology:
     return Topology(rank=state.process_index, world_size=state.num_processes, _state=state, owned=owned)
 
 
-def collectively(topology: Topology, step: Callable[[], Any], what: str, gather: bool = True) -> Any:
+def collectively(
+    topology: Topology, step: Callable[[], Any], what: str | Callable[[], str], gather: bool = True
+) -> Any:
     """Run `step` on every rank. With `gather`, return every rank's result in rank order (on every rank);
-    without, this rank's own result (for results that must not travel, such as a loaded model).
+    without, this rank's own result (for results that must not travel, such as a loaded model). `what` says
+    what the step was doing (a function: asked on the failing rank after it failed, e.g. which task).
 
     If it raised on any rank, every rank raises: the failing rank its own error, the others OtherRankFailed
     naming which rank failed and why. Without this, a rank that fails alone (a template error on its own
@@ -115,14 +118,15 @@ def collectively(topology: Topology, step: Callable[[], Any], what: str, gather:
         result, failure = step(), None
     except Exception as err:  # noqa: BLE001 - reported on every rank below, then re-raised here
         own, result = err, None
-        failure = str(err) if isinstance(err, AudioEvalError) else f"{type(err).__name__}: {err}"
+        message = str(err) if isinstance(err, AudioEvalError) else f"{type(err).__name__}: {err}"
+        failure = f"{what() if callable(what) else what}: {message}"
     gathered = topology.gather((result if gather else None, failure))
     failed = [(rank, f) for rank, (_, f) in enumerate(gathered) if f is not None]
     if own is not None:
         raise own
     if failed:
         raise OtherRankFailed(
-            "; ".join(f"rank {rank} failed {what}: {message}" for rank, message in failed)
+            "; ".join(f"rank {rank} failed {failure}" for rank, failure in failed)
             + " (that rank prints its own message, prefixed with its rank)."
         )
     return [r for r, _ in gathered] if gather else result

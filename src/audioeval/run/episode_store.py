@@ -1,75 +1,253 @@
-"""What a rerun needs of an episode without synthesizing it again.
+"""Episodes synthesized once per configuration, reused by every later run on the same cache, whatever the model.
 
-A rerun on the same cache finds every response in the response store, yet each request's key is a hash of
-its audio, so the episode would have to be synthesized again just to look its answers up. This store keeps,
-per task and episode, the requests as the run saw them without their audio (the described messages, with
-the clips' hashes; the label space; the target; the sample's record). When every request of an episode has
-its answers in the response store, for the model and for every reference model, the episode is served from
-here and not synthesized; otherwise it is synthesized as usual. Nothing else changes: the keys, the cached
-answers and so the results and samples are those of a rerun that synthesized everything.
+An episode is a pure function of (builder configuration, seed, index), so it is kept, not remade: per
+configuration and index, one row holding the episode as JSON with each audio clip replaced by a reference
+(`{"__clip__": i}`, in the order the clips are first met, so clip objects shared inside the episode stay
+shared), and beside it the clips' audio, content-addressed by the SHA-256 of their PCM16 samples and
+compressed (`clip_codec`: 16-bit samples, first differences, low and high bytes apart, zlib: 15-75% of the
+PCM's size). A clip read back is a `StoredClip`: its identity and length are known at once, its samples are
+read only when something needs them (a request that is not answered from the response cache), so a rerun whose
+answers are all cached decodes no audio at all.
 
-A task's records are keyed on everything its episodes are a function of: the resolved task configuration
-(builder, seed, parameters, templates), its shots, generation settings and robustness condition, and the code
-and libraries that synthesize them (a digest of the package's files, numpy's, scipy's and eSpeak NG's
-versions). Tasks whose episodes read local files (a corpus folder, `data_dir`, stored datasets) are never
-kept: their files could change under the same configuration. Judged tasks are not served from here (judges
-read the episode itself)."""
+Keys (`episode_key`): the builder and its file, its config and arguments (seed included), the robustness
+condition, and a digest of audioeval's files and the synthesizing libraries; not the templates, shots or
+generation settings, which are applied to the episode afterwards. Tasks whose episodes read local files (a
+corpus folder, `data_dir`, stored datasets) are never kept: their files could change under the same key.
+
+Damage is a miss, never a traceback and never trusted: each row carries a digest of itself and each clip
+reference the digest of its compressed audio; a row that is not the JSON shape the store writes, or whose
+digest does not match (an edited row, still valid JSON), is synthesized again with one warning per run, and
+so is audio whose bytes do not match. The store is capped (`AUDIOEVAL_EPISODE_STORE_GB`, default
+DEFAULT_CAP_GB; 0 turns it off): past the cap, the episodes used longest ago are evicted with the audio no
+other episode refers to.
+"""
 
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import logging
+import os
 import sqlite3
-from dataclasses import dataclass, field
+import threading
+import time
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
 from functools import cache
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from audioeval.audio.wav import PCM16_SCALE, to_pcm16
 from audioeval.data.builders import EpisodeBuilder
-from audioeval.errors import ModelError
-from audioeval.redact import redact_args
 from audioeval.resources import resource_root
 from audioeval.run.cache import open_shared
 from audioeval.run.prepared import PreparedTask
-from audioeval.types import Request, RequestId
+from audioeval.types import AudioClip, Request
 
 log = logging.getLogger("audioeval")
 
+DEFAULT_CAP_GB = 10.0
+CAP_VARIABLE = "AUDIOEVAL_EPISODE_STORE_GB"
+CLIP_MARK = "__clip__"
 _PACKAGE_DIR = Path(__file__).resolve().parents[1]
 _LIBRARIES = ("numpy", "scipy", "espeakng-loader")
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS episodes (
-    task_key TEXT NOT NULL,
+DROP TABLE IF EXISTS episodes;
+CREATE TABLE IF NOT EXISTS episode_rows (
+    config TEXT NOT NULL,
     episode INTEGER NOT NULL,
-    requests TEXT NOT NULL,
-    PRIMARY KEY (task_key, episode)
+    body TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    used REAL NOT NULL,
+    PRIMARY KEY (config, episode)
+);
+CREATE TABLE IF NOT EXISTS clip_refs (
+    sha256 TEXT NOT NULL,
+    config TEXT NOT NULL,
+    episode INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS clip_refs_sha ON clip_refs (sha256);
+CREATE INDEX IF NOT EXISTS clip_refs_episode ON clip_refs (config, episode);
+CREATE TABLE IF NOT EXISTS clips (
+    sha256 TEXT PRIMARY KEY,
+    size INTEGER NOT NULL,
+    data BLOB NOT NULL
 )
 """
 
 
-@dataclass(eq=False)
-class StoredRequest(Request):
-    """A request read back from the store: its messages as described (no audio), never sent to a backend."""
+# ---- the clip codec ----------------------------------------------------------------------------------------
+def encode_clip(pcm: np.ndarray) -> bytes:
+    """PCM16 samples -> first differences (wrapping), low bytes then high bytes, zlib level 1. Lossless; audio
+    that changes slowly leaves small differences whose high bytes are nearly constant."""
+    delta = np.diff(pcm.astype("<i2"), prepend=np.int16(0)).astype("<i2")
+    return zlib.compress(delta.view(np.uint8).reshape(-1, 2).T.tobytes(), 1)
 
-    described: list[dict[str, Any]] = field(default_factory=list)
-    stored_audio_seconds: float = 0.0
+
+def decode_clip(data: bytes, frames: int) -> np.ndarray:
+    planes = np.frombuffer(zlib.decompress(data), dtype=np.uint8)
+    if planes.size != 2 * frames:
+        raise ValueError(f"{planes.size // 2} samples where {frames} were stored")
+    delta = np.empty(2 * frames, dtype=np.uint8)
+    delta[0::2], delta[1::2] = planes[:frames], planes[frames:]
+    return np.cumsum(delta.view("<i2"), dtype=np.int16)
+
+
+def blob_digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()[:32]
+
+
+class StoredClip(AudioClip):
+    """A clip read back from the store: identity, rate and length at once, samples on first use (`load`)."""
+
+    def __init__(self, sha256: str, sampling_rate: int, frames: int, load: Callable[[], np.ndarray]) -> None:
+        self.sampling_rate = int(sampling_rate)
+        self.frames = int(frames)
+        self._load = load
+        self._lock = threading.Lock()
+        self.__dict__["sha256"] = sha256
 
     @property
-    def audio_seconds(self) -> float:
-        return self.stored_audio_seconds
+    def samples(self) -> np.ndarray:
+        loaded = self.__dict__.get("_samples")
+        if loaded is None:
+            with self._lock:
+                loaded = self.__dict__.get("_samples")
+                if loaded is None:
+                    loaded = self.__dict__["_samples"] = self._load()
+        return loaded
 
-    def describe(self) -> list[dict[str, Any]]:
-        return self.described
+    @samples.setter
+    def samples(self, value: np.ndarray) -> None:
+        self.__dict__["_samples"] = value
 
-    def for_backend(self) -> Request:
-        raise ModelError(
-            "the response cache lost answers it had when this task started (was it moved or damaged mid-run?); "
-            "run the same command again: the missing answers are then computed."
-        )
+    @property
+    def loaded(self) -> bool:
+        return "_samples" in self.__dict__
+
+    @property
+    def seconds(self) -> float:
+        return self.frames / float(self.sampling_rate)
+
+    def __reduce__(self) -> Any:  # pickled (to another process) as the plain clip it stands for
+        return (AudioClip, (self.samples, self.sampling_rate))
 
 
+def audio_unread(request: Request) -> bool:
+    """Whether a request carries stored clips whose samples have not been read yet."""
+    return any(isinstance(c, StoredClip) and not c.loaded for c in request.clips)
+
+
+def read_audio(request: Request) -> None:
+    for clip in request.clips:
+        clip.samples  # noqa: B018 - read and kept by the clip
+
+
+def samples_of(pcm: np.ndarray) -> np.ndarray:
+    """The float32 samples AudioClip.from_array makes from these PCM16 values (the same expression)."""
+    return (pcm.astype(np.float32) / np.float32(PCM16_SCALE)).astype(np.float32)
+
+
+# ---- episodes as rows --------------------------------------------------------------------------------------
+@dataclass
+class EncodedEpisode:
+    """An episode as the store keeps it: the JSON body (clips as references) and each new clip's audio."""
+
+    body: str
+    clips: list[tuple[str, int, int, str]]  # (sha256, sampling rate, frames, blob digest) in reference order
+    blobs: dict[str, bytes]  # sha256 -> compressed audio
+
+
+def clips_in_order(episode: Any) -> list[AudioClip]:
+    """The episode's distinct clip objects in the order they are first met (the order of its references)."""
+    clips: dict[int, AudioClip] = {}
+
+    def walk(value: Any) -> None:
+        if isinstance(value, AudioClip):
+            clips.setdefault(id(value), value)
+        elif isinstance(value, dict):
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list | tuple):
+            for v in value:
+                walk(v)
+
+    walk(episode)
+    return list(clips.values())
+
+
+def encode_episode(episode: dict[str, Any]) -> EncodedEpisode | None:
+    """None when the episode does not come back from JSON exactly as it is (a tuple, a numpy number, a key
+    named like the clip marker): such an episode is synthesized every time."""
+    clips: list[AudioClip] = []
+    seen: dict[int, int] = {}
+
+    def strip(value: Any) -> Any:
+        if isinstance(value, AudioClip):
+            if id(value) not in seen:
+                seen[id(value)] = len(clips)
+                clips.append(value)
+            return {CLIP_MARK: seen[id(value)]}
+        if isinstance(value, dict):
+            if CLIP_MARK in value:
+                raise TypeError("clip marker in the data")
+            return {k: strip(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        return value
+
+    try:
+        structure = strip(episode)
+        body = json.dumps(structure, sort_keys=True, ensure_ascii=False)
+        if json.loads(body) != structure:
+            return None
+    except (TypeError, ValueError):
+        return None
+    blobs: dict[str, bytes] = {}
+    described = []
+    for clip in clips:
+        data = blobs.get(clip.sha256)
+        if data is None:
+            data = blobs[clip.sha256] = encode_clip(to_pcm16(clip.samples))
+        described.append((clip.sha256, clip.sampling_rate, len(clip.samples), blob_digest(data)))
+    return EncodedEpisode(body, described, blobs)
+
+
+def row_text(encoded: EncodedEpisode) -> str:
+    return json.dumps({"episode": json.loads(encoded.body), "clips": encoded.clips}, sort_keys=True)
+
+
+def row_digest(config: str, index: int, text: str) -> str:
+    return hashlib.sha256(f"{config}\0{index}\0{text}".encode()).hexdigest()
+
+
+def _check_row(text: str, index: int) -> tuple[dict[str, Any], list[tuple[str, int, int, str]]] | None:
+    """The episode structure and its clip list, or None when the row is not the shape the store writes."""
+    try:
+        row = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(row, dict) or set(row) != {"episode", "clips"}:
+        return None
+    episode, clips = row["episode"], row["clips"]
+    if not isinstance(episode, dict) or episode.get("index") != index or not isinstance(clips, list):
+        return None
+    checked = []
+    for c in clips:
+        if not (isinstance(c, list) and len(c) == 4 and isinstance(c[0], str) and isinstance(c[3], str)):
+            return None
+        if not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in c[1:3]):
+            return None
+        checked.append((c[0], c[1], c[2], c[3]))
+    return episode, checked
+
+
+# ---- keys --------------------------------------------------------------------------------------------------
 @cache
 def code_digest() -> str:
     """The package's files (code, task configs, templates, builders) and the synthesizing libraries' versions."""
@@ -86,7 +264,7 @@ def code_digest() -> str:
     return h.hexdigest()
 
 
-def _reads_local_files(task: PreparedTask) -> bool:
+def reads_local_files(task: PreparedTask) -> bool:
     if not isinstance(task.builder, EpisodeBuilder):
         return True  # stored data (`dataset=`)
     about = type(task.builder).ABOUT
@@ -101,102 +279,291 @@ def _reads_local_files(task: PreparedTask) -> bool:
     return any(task.config.builder_kwargs.get(arg) for arg in file_args)
 
 
-def task_key(task: PreparedTask) -> str | None:
-    """What the task's episodes and requests are a function of; None when they must not be kept."""
-    if _reads_local_files(task):
+@cache
+def _file_digest(path: str) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def episode_key(task: PreparedTask, seed: int | None = None) -> str | None:
+    """What the task's episodes are a function of (`seed` replaces the builder's); None when they must not be
+    kept. Templates, shots and generation settings are not in it: they are applied to the episode later."""
+    if reads_local_files(task):
         return None
+    config = task.config
+    kwargs = dict(config.builder_kwargs)
+    if seed is not None:
+        kwargs["seed"] = seed
     augment = task.augment.record() if task.augment is not None else None  # levels and target too
-    identity = [task.config.content_hash(), task.shots, task.gen_kwargs, augment, code_digest()]
+    builder_file = inspect.getfile(type(task.builder))
+    identity = [
+        config.builder,
+        _file_digest(builder_file),
+        config.builder_config,
+        kwargs,
+        augment,
+        code_digest(),
+    ]
     return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def describe_pairs(pairs: list[tuple[Request, str]]) -> list[dict[str, Any]] | None:
-    """One episode's (request, target) pairs as the store keeps them; None when they do not come back from
-    JSON exactly as they are (a tuple or a numpy number in the metadata), so they are not kept."""
-    records = [
-        {
-            "k": request.rid.shots,
-            "messages": request.describe(),
-            "audio_seconds": request.audio_seconds,
-            "gen_kwargs": redact_args(request.gen_kwargs),  # the task key holds them; a secret stays out
-            "choices": list(request.choices) if request.choices is not None else None,
-            "sample_info": request.info["sample_info"],
-            "target": target,
-        }
-        for request, target in pairs
-    ]
+def store_cap_bytes() -> int:
+    """The store's size cap from AUDIOEVAL_EPISODE_STORE_GB (default DEFAULT_CAP_GB); 0 turns the store off."""
+    raw = os.environ.get(CAP_VARIABLE, "").strip()
     try:
-        return records if json.loads(json.dumps(records)) == records else None
-    except (TypeError, ValueError):
-        return None
+        gb = float(raw) if raw else DEFAULT_CAP_GB
+    except ValueError:
+        log.warning("%s=%r is not a number of gigabytes: using %g", CAP_VARIABLE, raw, DEFAULT_CAP_GB)
+        gb = DEFAULT_CAP_GB
+    return max(0, int(gb * 1e9))
 
 
-def stored_pairs(task: PreparedTask, index: int, records: list[dict[str, Any]]) -> list[tuple[Request, str]]:
-    """The (request, target) pairs of one stored episode."""
-    pairs: list[tuple[Request, str]] = []
-    for r in records:
-        request = StoredRequest(
-            messages=(),
-            gen_kwargs=task.gen_kwargs,  # what the task key was made of (the stored copy is masked)
-            rid=RequestId(task.config.name, int(r["k"]), index),
-            choices=tuple(r["choices"]) if r["choices"] is not None else None,
-            info={"sample_info": r["sample_info"]},
-            described=r["messages"],
-            stored_audio_seconds=float(r["audio_seconds"]),
-        )
-        pairs.append((request, r["target"]))
-    return pairs
-
-
+# ---- the store ---------------------------------------------------------------------------------------------
 class EpisodeStore:
-    """SQLite next to the response cache. A store that cannot be opened or read is skipped with one warning:
-    the run then synthesizes every episode, as it would without it."""
+    """SQLite next to the response cache, shared by processes. A store that cannot be opened, read or written
+    is dropped with one warning: the run then synthesizes every episode, as it would without it. Usable from
+    any thread (one connection per thread)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, cap_bytes: int | None = None) -> None:
         self.path = Path(path)
-        self._db: sqlite3.Connection | None = None
+        self.cap_bytes = store_cap_bytes() if cap_bytes is None else cap_bytes
+        self.usable = True
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        self._warned: set[str] = set()
+        self._size: int | None = None
+        self._opened = False
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = open_shared(self.path, _SCHEMA)
+            self._db()
         except (sqlite3.Error, OSError) as err:
             self._give_up(err)
 
-    def _give_up(self, err: Exception) -> None:
-        log.warning("the episode store %s is unusable (%s): every episode is synthesized.", self.path, err)
-        if self._db is not None:
-            self._db.close()
-        self._db = None
+    def _db(self) -> sqlite3.Connection:
+        db = getattr(self._local, "db", None)
+        if db is None:
+            if not self._opened:
+                open_shared(self.path, _SCHEMA).close()  # created, in WAL, writable: once per store
+                self._opened = True
+            db = self._local.db = self._connect()
+            with self._lock:
+                self._connections.append(db)
+        return db
 
-    def get_many(self, key: str, indices: list[int]) -> dict[int, list[dict[str, Any]]]:
-        if self._db is None:
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None, check_same_thread=False)
+        db.execute("PRAGMA synchronous=NORMAL")
+        return db
+
+    def _give_up(self, err: Exception) -> None:
+        if self.usable:
+            log.warning("the episode store %s is unusable (%s): episodes are synthesized.", self.path, err)
+        self.usable = False
+
+    def warn_once(self, what: str, message: str) -> None:
+        with self._lock:
+            if what in self._warned:
+                return
+            self._warned.add(what)
+        log.warning(message)
+
+    # ------------------------------------------------------------------------------------------------------
+    def get_many(
+        self, config: str, indices: list[int], remake: Callable[[int], dict[str, Any]] | None = None
+    ) -> dict[int, dict[str, Any]]:
+        """The stored episodes among `indices` (clips as StoredClips); damaged rows are left out (a miss).
+        `remake(index)` synthesizes an episode again, for audio found damaged when it is read."""
+        if not self.usable or not indices:
             return {}
-        found: dict[int, list[dict[str, Any]]] = {}
         try:
+            rows = []
             for start in range(0, len(indices), 500):
                 chunk = indices[start : start + 500]
                 marks = ",".join("?" * len(chunk))
-                rows = self._db.execute(
-                    f"SELECT episode, requests FROM episodes WHERE task_key = ? AND episode IN ({marks})",
-                    [key, *chunk],
+                rows += (
+                    self._db()
+                    .execute(
+                        f"SELECT episode, body, digest FROM episode_rows WHERE config = ? AND episode IN ({marks})",
+                        [config, *chunk],
+                    )
+                    .fetchall()
                 )
-                found.update({int(i): json.loads(text) for i, text in rows})
-        except (sqlite3.Error, ValueError) as err:
+            found = {}
+            for index, text, digest in rows:
+                episode = self._episode(config, index, text, digest, remake)
+                if episode is not None:
+                    found[int(index)] = episode
+            self._touch(config, list(found))
+            return found
+        except sqlite3.Error as err:
             self._give_up(err)
             return {}
-        return found
 
-    def put_many(self, key: str, episodes: dict[int, list[dict[str, Any]]]) -> None:
-        if self._db is None or not episodes:
-            return
-        rows = [(key, i, json.dumps(r, sort_keys=True)) for i, r in sorted(episodes.items())]
+    def _episode(
+        self, config: str, index: Any, text: Any, digest: Any, remake: Callable[[int], dict[str, Any]] | None
+    ) -> dict[str, Any] | None:
+        checked = None
+        if isinstance(index, int) and isinstance(text, str) and isinstance(digest, str):
+            if row_digest(config, index, text) == digest:
+                checked = _check_row(text, index)
+        if checked is None:
+            self.warn_once(
+                "row",
+                f"the episode store {self.path} holds a damaged or edited episode row (episode {index}): such "
+                "episodes are synthesized again and stored anew.",
+            )
+            return None
+        structure, clips = checked
+        made = [
+            StoredClip(sha, rate, frames, self._loader(sha, frames, blob, (index, i), remake))
+            for i, (sha, rate, frames, blob) in enumerate(clips)
+        ]
+
+        def restore(value: Any) -> Any:
+            if isinstance(value, dict):
+                if CLIP_MARK in value:
+                    return made[value[CLIP_MARK]]
+                return {k: restore(v) for k, v in value.items()}
+            if isinstance(value, list):
+                return [restore(v) for v in value]
+            return value
+
         try:
-            self._db.execute("BEGIN IMMEDIATE")
-            self._db.executemany("INSERT OR REPLACE INTO episodes VALUES (?, ?, ?)", rows)
-            self._db.execute("COMMIT")
+            return restore(structure)
+        except (IndexError, TypeError):
+            return None
+
+    def _loader(
+        self,
+        sha: str,
+        frames: int,
+        blob: str,
+        where: tuple[int, int],
+        remake: Callable[[int], dict[str, Any]] | None,
+    ) -> Callable[[], np.ndarray]:
+        def load() -> np.ndarray:
+            try:
+                return samples_of(self.read_clip(sha, frames, blob))
+            except StoredAudioMissing as err:
+                if remake is None:
+                    raise
+                self.warn_once(
+                    "audio",
+                    f"the episode store {self.path}: a clip of episode {where[0]} could not be read back ({err}); "
+                    "such episodes are synthesized again.",
+                )
+            clip = clips_in_order(remake(where[0]))[where[1]]
+            if clip.sha256 != sha:
+                raise StoredAudioMissing(f"episode {where[0]} synthesized again differs from the stored one")
+            return clip.samples
+
+        return load
+
+    def read_clip(self, sha: str, frames: int, blob: str) -> np.ndarray:
+        """The PCM16 samples of a stored clip; raises StoredAudioMissing when they are gone or damaged."""
+        try:
+            row = self._db().execute("SELECT data FROM clips WHERE sha256 = ?", (sha,)).fetchone()
         except sqlite3.Error as err:
+            raise StoredAudioMissing(f"the episode store could not be read ({err})") from err
+        if row is None or not isinstance(row[0], bytes) or blob_digest(row[0]) != blob:
+            raise StoredAudioMissing("its audio is missing or does not match its digest")
+        try:
+            return decode_clip(row[0], frames)
+        except (zlib.error, ValueError) as err:
+            raise StoredAudioMissing(f"its audio does not decode ({err})") from err
+
+    def _touch(self, config: str, indices: list[int]) -> None:
+        """Mark episodes as used (eviction drops the least recently used first); at most once an hour each."""
+        if not indices:
+            return
+        now = time.time()
+        marks = ",".join("?" * len(indices))
+        self._db().execute(
+            f"UPDATE episode_rows SET used = ? WHERE config = ? AND used < ? AND episode IN ({marks})",
+            [now, config, now - 3600, *indices],
+        )
+
+    # ------------------------------------------------------------------------------------------------------
+    def put_many(self, config: str, episodes: dict[int, EncodedEpisode]) -> None:
+        if not self.usable or not episodes or self.cap_bytes <= 0:
+            return
+        now = time.time()
+        db = self._db()
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            added = 0
+            for index, encoded in sorted(episodes.items()):
+                text = row_text(encoded)
+                for sha, data in encoded.blobs.items():
+                    cursor = db.execute(
+                        "INSERT OR IGNORE INTO clips VALUES (?, ?, ?)", (sha, len(data), data)
+                    )
+                    added += len(data) if cursor.rowcount else 0
+                db.execute("DELETE FROM clip_refs WHERE config = ? AND episode = ?", (config, index))
+                db.executemany(
+                    "INSERT INTO clip_refs VALUES (?, ?, ?)",
+                    [(c[0], config, index) for c in set(encoded.clips)],
+                )
+                db.execute(
+                    "INSERT OR REPLACE INTO episode_rows VALUES (?, ?, ?, ?, ?)",
+                    (config, index, text, row_digest(config, index, text), now),
+                )
+                added += len(text)
+            db.execute("COMMIT")
+        except sqlite3.Error as err:
+            try:
+                db.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+            self._give_up(err)
+            return
+        self._size = (self._size if self._size is not None else self.size()) + added
+        if self._size > self.cap_bytes:
+            self.evict()
+
+    def size(self) -> int:
+        db = self._db()
+        clips = db.execute("SELECT COALESCE(SUM(size), 0) FROM clips").fetchone()[0]
+        rows = db.execute("SELECT COALESCE(SUM(LENGTH(body)), 0) FROM episode_rows").fetchone()[0]
+        return int(clips) + int(rows)
+
+    def evict(self) -> None:
+        """Drop the least recently used episodes, then the audio nothing refers to, until under 90% of the cap."""
+        db = self._db()
+        try:
+            while True:
+                size = self.size()
+                self._size = size
+                if size <= 0.9 * self.cap_bytes:
+                    return
+                total = db.execute("SELECT COUNT(*) FROM episode_rows").fetchone()[0]
+                if not total:
+                    return
+                db.execute("BEGIN IMMEDIATE")
+                oldest = db.execute(
+                    "SELECT config, episode FROM episode_rows ORDER BY used LIMIT ?", (max(1, total // 10),)
+                ).fetchall()
+                db.executemany("DELETE FROM episode_rows WHERE config = ? AND episode = ?", oldest)
+                db.executemany("DELETE FROM clip_refs WHERE config = ? AND episode = ?", oldest)
+                db.execute("DELETE FROM clips WHERE sha256 NOT IN (SELECT sha256 FROM clip_refs)")
+                db.execute("COMMIT")
+        except sqlite3.Error as err:
+            try:
+                db.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
             self._give_up(err)
 
     def close(self) -> None:
-        if self._db is not None:
-            self._db.close()
-            self._db = None
+        with self._lock:
+            connections, self._connections = self._connections, []
+        for db in connections:
+            try:
+                db.close()
+            except sqlite3.Error:
+                pass
+        self._local = threading.local()
+
+
+class StoredAudioMissing(Exception):
+    """A stored clip's audio could not be read back as stored (the caller synthesizes the episode again)."""

@@ -1,87 +1,94 @@
-"""Episodes synthesized ahead on a background thread (synthesis is CPU work), rendered into requests, and
-handed to the event loop in index order through a bounded queue: at most `ahead` episodes wait there.
-
-Episodes given as `stored` (episode_store.py: every answer of theirs is cached) are handed on as they are,
-without synthesis; each synthesized one is described in `described` for the store."""
+"""The run's episodes, task after task, rendered into requests on a background thread and handed to the event
+loop in order through a bounded queue (at most `ahead` episodes wait there). The episodes come from the
+`EpisodeSource` (synthesis.py: the episode store, or worker processes ahead of this thread); rendering is
+done here, so the event loop only sends, serves and scores."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from audioeval.run.episode_store import describe_pairs
 from audioeval.run.prepared import PreparedTask
+from audioeval.run.synthesis import EpisodeSource
 from audioeval.types import Request
 
 _END = object()
 
 
 @dataclass
-class _Failed:
+class Rendered:
+    """One episode's (request, target) pairs, one per shot count, of the run's `position`-th task."""
+
+    position: int
+    pairs: list[tuple[Request, str]]
+
+
+@dataclass
+class TaskDone:
+    """Every episode of the run's `position`-th task was handed over; `synthesis_s` and `synthesized` say what
+    making them cost (nothing for episodes read from the store)."""
+
+    position: int
+    synthesis_s: float
+    synthesized: int
+
+
+@dataclass
+class FeedFailed:
     error: BaseException
+    task: str  # the task whose episode failed
 
 
-class EpisodeFeed:
-    def __init__(
-        self,
-        task: PreparedTask,
-        indices: list[int],
-        ahead: int,
-        stored: dict[int, list[tuple[Request, str]]] | None = None,
-        describe: bool = False,
-    ) -> None:
-        self.task = task
-        self.indices = indices
-        self.stored = stored or {}
-        self.describe = describe
-        self.described: dict[int, list[dict[str, Any]]] = {}  # synthesized episodes, as the store keeps them
-        self.synthesis_s = 0.0  # synthesis and rendering time, on the feed's thread
+class RunFeed:
+    def __init__(self, work: list[tuple[PreparedTask, list[int]]], source: EpisodeSource, ahead: int) -> None:
+        self.work = work  # (task, this process's indices) in the run's order
+        self.source = source
         self.ahead = max(1, ahead)
         self._slots = threading.Semaphore(self.ahead)
         self._stop = threading.Event()
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
+        self.failed_task: str | None = None  # the task whose episode could not be made
 
-    async def __aiter__(self) -> AsyncIterator[list[tuple[Request, str]]]:
-        """(request, target) pairs of one episode at a time, one per shot count."""
+    async def __aiter__(self) -> AsyncIterator[Rendered | TaskDone]:
         self._loop = asyncio.get_running_loop()
-        self._thread = threading.Thread(target=self._produce, name="audioeval-synthesis", daemon=True)
+        self._thread = threading.Thread(target=self._produce, name="audioeval-feed", daemon=True)
         self._thread.start()
         try:
             while True:
                 item = await self._queue.get()
-                self._slots.release()
+                if isinstance(item, Rendered):
+                    self._slots.release()
                 if item is _END:
                     return
-                if isinstance(item, _Failed):
+                if isinstance(item, FeedFailed):
+                    self.failed_task = item.task
                     raise item.error
                 yield item
         finally:
             self.stop()
 
     def _produce(self) -> None:
+        task_name = ""
         try:
-            for index in self.indices:
-                self._slots.acquire()
-                if self._stop.is_set():
-                    return
-                if index in self.stored:
-                    self._put(self.stored[index])
-                    continue
-                started = time.perf_counter()
-                pairs = self.task.requests_for(self.task.episode(index))
-                self.synthesis_s += time.perf_counter() - started
-                if self.describe and (records := describe_pairs(pairs)) is not None:
-                    self.described[index] = records
-                self._put(pairs)
+            for position, (task, indices) in enumerate(self.work):
+                task_name = task.name
+                spent, made = 0.0, 0
+                for _index, episode, seconds in self.source.episodes(task, indices):
+                    if seconds is not None:
+                        spent, made = spent + seconds, made + 1
+                    self._slots.acquire()
+                    if self._stop.is_set():
+                        return
+                    self._put(Rendered(position, task.requests_for(episode)))
+                self._put(TaskDone(position, spent, made))
             self._put(_END)
         except BaseException as err:  # noqa: BLE001 - handed to the loop, which raises it
-            self._put(_Failed(err))
+            self._put(FeedFailed(err, task_name))
 
     def _put(self, item: Any) -> None:
         assert self._loop is not None

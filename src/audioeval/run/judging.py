@@ -38,11 +38,13 @@ from audioeval.config.verdicts import OutOfRange
 from audioeval.errors import ConfigError, UsageError
 from audioeval.models.api.client import EndpointDown
 from audioeval.models.base import Model
+from audioeval.models.endpoint_stats import EndpointStats
 from audioeval.models.registry import create_model
 from audioeval.results.scoring import Judgments, SampleToScore
 from audioeval.run.cache import ResponseStore
 from audioeval.run.prepared import PreparedTask
 from audioeval.run.serving import Server
+from audioeval.run.stages import Sample, Stage
 from audioeval.types import Request, RequestId, Response
 
 log = logging.getLogger("audioeval")
@@ -57,7 +59,11 @@ class Judge:
     sampling: dict[str, Any]  # merged into every judge request (temperature=none: send no temperature)
 
 
-class JudgePanel:
+class JudgePanel(Stage):
+    """The judges as a stage of the run: each answer of a judged task is judged the moment it arrives."""
+
+    name = "judge"
+
     def __init__(self, judges: list[Judge], roles_by_task: dict[str, list[JudgeRole]]) -> None:
         self.judges = judges
         self.roles_by_task = roles_by_task
@@ -100,12 +106,27 @@ class JudgePanel:
             for j in self.judges
         }
 
+    def applies(self, task: PreparedTask) -> bool:
+        return bool(task.config.judge)
+
     @property
     def max_in_flight(self) -> int:
         return sum(j.model.max_in_flight for j in self.judges)
 
     def busy_now(self) -> float:
         return sum(j.model.stats.busy_now() for j in self.judges)
+
+    def endpoints(self) -> dict[str, EndpointStats]:
+        return {f"judge {j.judge_id}": j.model.stats for j in self.judges}
+
+    async def finish(self, sample: Sample) -> None:
+        sample.judge_ids = [j.judge_id for j in self.judges]
+        response = sample.response
+        if response is None or not response.ok:
+            return
+        scored = SampleToScore(response.text or "", sample.target, sample.request.info["sample_info"])
+        sample.judgments = await self.judge_sample(sample.task, sample.request, scored)
+        sample.blocks["judgments"] = sample.judgments
 
     def describe(self) -> dict[str, Any]:
         out = {}
@@ -127,7 +148,7 @@ class JudgePanel:
                 out[j.judge_id]["endpoint_down"] = self.down[j.judge_id]
         return out
 
-    async def close_servers(self) -> None:
+    async def aclose(self) -> None:
         for server in self.servers.values():
             await server.close()
 

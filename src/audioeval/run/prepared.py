@@ -7,6 +7,7 @@ import inspect
 import logging
 import math
 import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,8 @@ class PreparedTask:
     scorer: TaskScorer
     skipped_shots: list[int] = field(default_factory=list)
     augment: Condition | None = None  # a robustness condition applied to every episode (audioeval.augment)
+    # set by the run: where episodes come from (synthesis.EpisodeSource: the episode store, worker processes)
+    episode_source: Any = None
 
     @property
     def name(self) -> str:
@@ -64,6 +67,25 @@ class PreparedTask:
     def episode(self, index: int) -> dict[str, Any]:
         episode = self.builder.episode(index)
         return episode if self.augment is None else augment_episode(episode, self.augment, self.builder)
+
+    def episodes_of_seed(self, seed: int, indices: Sequence[int]) -> Iterator[dict[str, Any]]:
+        """Episodes of this task's configuration under another seed (what a reference model studies): from the
+        run's episode source (kept in the episode store, synthesized once per configuration), else made here."""
+        if self.episode_source is not None:
+            for _index, episode, _seconds in self.episode_source.episodes(self, list(indices), seed):
+                yield episode
+            return
+        config = self.config
+        builder = make_builder(
+            config.builder,
+            config.builder_config,
+            {**config.builder_kwargs, "seed": seed},
+            base_dir=config.dir_of("builder"),
+            source=str(config.path),
+        )
+        for index in indices:
+            episode = builder.episode(index)
+            yield episode if self.augment is None else augment_episode(episode, self.augment, builder)
 
     def requests_for(self, episode: dict[str, Any]) -> list[tuple[Request, str]]:
         """One (request, target) per shot count for this episode."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import inspect
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -25,11 +25,12 @@ from audioeval.results.run_health import failure_warnings
 from audioeval.results.score_rows import ScoreRow
 from audioeval.run.conditions import condition_groups, write_robustness
 from audioeval.run.distributed import Topology
-from audioeval.run.evaluator import TaskOutcome, TaskTiming
+from audioeval.run.evaluator import TaskOutcome
 from audioeval.run.planning import RunPlan
 from audioeval.run.prepared import PreparedTask
 from audioeval.run.reference_models import reference_sections
 from audioeval.run.settings import RunConfig
+from audioeval.run.timing import TaskTiming
 
 
 @dataclass
@@ -44,6 +45,7 @@ class Evaluated:
     cache_damage: str | None
     world_size: int
     speech: dict[str, Any] | None = None  # results.json `speech`: the ASR and which text was scored
+    run_timings: list[TaskTiming] = field(default_factory=list)  # each rank's figures of the run as a whole
 
 
 @dataclass
@@ -74,11 +76,12 @@ def gather_rows(
         task_timing = TaskTiming()
         for outcome in gathered:
             task_timing.add(outcome.timing)
-        timing.total.add(task_timing)
         task_timing.wall_s = gathered[0].timing.wall_s
         timing.tasks[task.name] = timing_block(task_timing)
         if cfg.log_samples and run_dir is not None:
             SampleLog.merge(run_dir, task.name, topology.world_size)
+    for run_timing in evaluated.run_timings:  # the run as a whole: tasks overlap, so not the tasks' sum
+        timing.total.add(run_timing)
     timing.total.wall_s = time.perf_counter() - wall_start
     return rows, references, timing
 
@@ -209,6 +212,7 @@ def timing_block(t: TaskTiming) -> dict[str, Any]:
         "audio_seconds": round(t.audio_s, 3),
         "real_time_factor": round(t.wall_s / t.audio_s, 6) if t.audio_s else None,
         "synthesis_seconds": round(t.synthesis_s, 4),
+        "episodes_synthesized": t.synthesized,
         "generate_seconds": round(t.generate_s, 4),
         "judge_seconds": round(t.judge_s, 4),
         "asr_seconds": round(t.asr_s, 4),

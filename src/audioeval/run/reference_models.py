@@ -1,15 +1,24 @@
 """Reference models: offline models a task names under `reference_models:` (e.g. a benchmark's
 signal-blind baseline), answering the run's own (clean) requests beside the model, whatever --model is.
 
-They take the serving path every model takes (evaluator.TaskPipeline hands each rendered request to their
-servers too: response cache, resumable, the task's progress bar, rows with their facets), so a rerun with the
-same cache costs them almost nothing, and their rows are aggregated like the model's (results.json
-`reference_models`: model -> task or group -> `<k>-shot` block, with CIs). A report shows them beside the
-model's scores without running anything itself."""
+They are a stage of the run (`ReferenceStage`): each window of requests sent to the model goes to their
+servers too (the serving path every model takes: response cache, resumable, the task's progress bar, rows
+with their facets), so a rerun with the same cache costs them almost nothing, and their rows are aggregated
+like the model's (results.json `reference_models`: model -> task or group -> `<k>-shot` block, with CIs). A
+report shows them beside the model's scores without running anything itself.
+
+A reference model that studies episodes of another seed before answering (`Model.probe_episodes`, e.g.
+`shortcut`'s probe episodes) gets them from the run's episode source: synthesized once per configuration,
+ahead, on a thread of their own with their own progress line, and kept in the episode store for every later
+run, whatever its model."""
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Sequence
+
+from tqdm.auto import tqdm
 
 from audioeval.config.registry import TaskRegistry
 from audioeval.errors import ConfigError
@@ -18,7 +27,12 @@ from audioeval.models.registry import create_model, get_model_class, model_names
 from audioeval.results.aggregate import Summaries, aggregate_groups, aggregate_task
 from audioeval.results.record import PerK
 from audioeval.results.score_rows import ScoreRow
+from audioeval.run.cache import ResponseStore
 from audioeval.run.prepared import PreparedTask
+from audioeval.run.serving import Server
+from audioeval.run.stages import RunContext, Sample, Stage
+
+log = logging.getLogger("audioeval")
 
 
 def reference_names(tasks: Sequence[PreparedTask]) -> list[str]:
@@ -52,6 +66,75 @@ def load_reference_models(tasks: Sequence[PreparedTask], run_model: str, seed: i
             model.close()
         raise
     return models
+
+
+class ReferenceStage(Stage):
+    def __init__(self, models: dict[str, Model], store: ResponseStore) -> None:
+        self.models = models
+        self.servers = {n: Server(m, store, kind="reference") for n, m in models.items()}
+        self._studies: threading.Thread | None = None
+
+    def _names(self, task: PreparedTask) -> list[str]:
+        if task.augment is not None:
+            return []  # the reference models answer the clean requests only
+        return [n for n in task.config.reference_models if n in self.servers]
+
+    def applies(self, task: PreparedTask) -> bool:
+        return bool(self._names(task))
+
+    def row_sets(self, task: PreparedTask) -> list[str]:
+        return self._names(task)
+
+    def begin(self, context: RunContext) -> None:
+        """Attach the run's episode source to the tasks, and start the studies' prefetch on a thread."""
+        studies = []
+        for task in context.tasks:
+            task.episode_source = context.source
+            for name in self._names(task):
+                probe = self.models[name].probe_episodes(task)
+                if probe is not None:
+                    studies.append((name, task, *probe))
+        if studies:
+            self._studies = threading.Thread(
+                target=self._study, args=(studies, context), name="audioeval-studies", daemon=True
+            )
+            self._studies.start()
+
+    def _study(self, studies: list[tuple[str, PreparedTask, int, int]], context: RunContext) -> None:
+        names = ", ".join(dict.fromkeys(name for name, *_ in studies))
+        total = sum(count for *_, count in studies)
+        bar = tqdm(
+            total=total,
+            desc=f"reference studies ({names}): {total} probe episodes, {len(studies)} tasks",
+            unit="episode",
+            disable=not (context.show_progress and context.topology.is_main),
+            dynamic_ncols=True,
+        )
+        try:
+            for _name, task, seed, count in studies:
+                context.source.prefetch(task, seed, count, bar.update)
+        except Exception as err:  # noqa: BLE001 - the model then makes them itself, and reports what fails
+            log.debug("reference studies: prefetch stopped (%s)", err)
+        finally:
+            bar.close()
+
+    def dispatch(self, samples: list[Sample]) -> None:
+        requests = [s.request for s in samples]
+        for name in self._names(samples[0].task):
+            for sample, answer in zip(samples, self.servers[name].submit(requests), strict=True):
+                sample.waiting[name] = answer
+
+    async def finish(self, sample: Sample) -> None:
+        for name, answer in sample.waiting.items():
+            sample.references[name] = await answer
+
+    async def aclose(self) -> None:
+        for server in self.servers.values():
+            await server.close()
+
+    def close(self) -> None:
+        for model in self.models.values():
+            model.close()
 
 
 def reference_sections(

@@ -19,6 +19,7 @@ from typing import Any
 
 from audioeval.models.base import Model, check_generated
 from audioeval.run.cache import CacheEntry, EntryKind, ResponseStore
+from audioeval.run.episode_store import audio_unread, read_audio
 from audioeval.types import Request, Response
 
 
@@ -80,6 +81,8 @@ class Server:
     async def _stream_one(self, key: str, request: Request, future: asyncio.Future[Response]) -> None:
         self.stats.requests += 1
         try:
+            if audio_unread(request):  # clips from the episode store: read (and decoded) off the event loop
+                await asyncio.to_thread(read_audio, request)
             response = await self.model.generate_one(request.for_backend())  # type: ignore[attr-defined]
             response = check_generated(self.model, [response], 1)[0]
         except BaseException as err:

@@ -22,10 +22,12 @@ from typing import Any, Literal
 
 from audioeval.errors import UsageError
 from audioeval.models.base import Model
+from audioeval.models.endpoint_stats import EndpointStats
 from audioeval.models.speech.asr import DEFAULT_ASR, NO_ASR, asr_model_name, create_asr
 from audioeval.results.spoken_metrics import spoken_scores
 from audioeval.run.cache import ResponseStore
 from audioeval.run.serving import Server
+from audioeval.run.stages import RunContext, Sample, Stage
 from audioeval.types import (
     AudioClip,
     AudioPart,
@@ -58,7 +60,11 @@ def chosen_asr(asr: str | None, model: Model) -> str:
     return DEFAULT_ASR if model.speaks else NO_ASR
 
 
-class SpeechStage:
+class SpeechStage(Stage):
+    """Each spoken answer heard (transcribed) the moment it arrives, before it is judged and scored."""
+
+    name = "asr"
+
     def __init__(
         self, asr_name: str, asr: Model | None, spoken_text: SpokenText, store: ResponseStore
     ) -> None:
@@ -96,6 +102,22 @@ class SpeechStage:
 
     def busy_now(self) -> float:
         return self.asr.stats.busy_now() if self.asr is not None else 0.0
+
+    def endpoints(self) -> dict[str, EndpointStats]:
+        return {f"asr {self.asr_name}": self.asr.stats} if self.asr is not None else {}
+
+    def begin(self, context: RunContext) -> None:
+        if context.run_dir is not None:
+            self.spoken_dir = context.run_dir / "spoken"
+
+    async def finish(self, sample: Sample) -> None:
+        response = sample.response
+        if response is None or not response.ok or response.spoken is None:
+            return
+        heard = await self.hear(sample.request, response)  # the text to score, chosen from what was said
+        sample.response = heard.response
+        sample.scores.update(heard.scores)
+        sample.blocks["spoken"] = heard.block
 
     def describe(self) -> dict[str, Any]:
         """results.json `speech`: which ASR transcribed the answers and which text was scored."""
@@ -189,10 +211,10 @@ class SpeechStage:
             os.replace(tmp, path)
         return f"spoken/{path.name}"
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         if self.server is not None:
             await self.server.close()
 
-    def close_model(self) -> None:
+    def close(self) -> None:
         if self.asr is not None:
             self.asr.close()

@@ -154,6 +154,7 @@ class FakeOpenAIServer:
     transcription_faults: list[Fault] = field(default_factory=list)
     transcriptions: list[dict[str, str]] = field(default_factory=list)  # the form fields of each one received
     audio_shape: str = "openai"  # how audio answers are shaped: "openai" or "vllm-omni"
+    record_to: str | None = None  # a file each raw request body is appended to (8-byte length, then the body)
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -162,6 +163,7 @@ class FakeOpenAIServer:
         self.timings: list[tuple[float, float, float]] = []  # (arrival, reply, delay) per answered request
         self._fault_counts: list[int] = [0] * len(self.faults)
         self._said: dict[str, str] = {}  # sha256 of an audio answer's PCM -> the text it speaks
+        self._recording: Any = None
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -174,6 +176,8 @@ class FakeOpenAIServer:
                 arrival = time.perf_counter()
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) or b"{}"
+                if server.record_to is not None:
+                    server._record(raw)
                 if self.path.split("?")[0].rstrip("/").endswith("/audio/transcriptions"):
                     server._transcription(self, raw)
                     return
@@ -199,6 +203,15 @@ class FakeOpenAIServer:
     def __exit__(self, *exc: Any) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+        if self._recording is not None:
+            self._recording.close()
+
+    def _record(self, raw: bytes) -> None:
+        with self._lock:
+            if self._recording is None:
+                assert self.record_to is not None
+                self._recording = open(self.record_to, "ab")  # noqa: SIM115 - closed in __exit__
+            self._recording.write(len(raw).to_bytes(8, "little") + raw)
 
     def _transcription(self, handler: BaseHTTPRequestHandler, raw: bytes) -> None:
         fields, files = parse_multipart(raw, handler.headers.get("Content-Type", ""))
@@ -433,6 +446,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--reply", help="answer every request with this text (default: a hash of the request body)"
     )
+    parser.add_argument(
+        "--record", help="append each request body to this file (8-byte length, then the body)"
+    )
     args = parser.parse_args(argv)
     low, high = (float(x) for x in args.latency.split(","))
     if args.reply is None:
@@ -440,13 +456,20 @@ def main(argv: list[str] | None = None) -> None:
     else:
         reply = lambda body: args.reply  # noqa: E731
     with FakeOpenAIServer(
-        reply=reply, latency=(low, high), keep_requests=False, parse_bodies=False, port=args.port
+        reply=reply,
+        latency=(low, high),
+        keep_requests=False,
+        parse_bodies=False,
+        port=args.port,
+        record_to=args.record,
     ) as server:
         print(json.dumps({"base_url": server.base_url}), flush=True)
         for line in sys.stdin:
             if line.strip() == "timings":
                 with server._lock:
                     taken, server.timings = server.timings, []
+                    if server._recording is not None:
+                        server._recording.flush()
                 print(json.dumps(taken), flush=True)
 
 

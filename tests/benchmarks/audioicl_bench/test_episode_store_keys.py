@@ -1,5 +1,6 @@
-"""The episode store's key changes with everything a task's episodes and requests are a function of, and a
-task that reads local files is never kept."""
+"""The episode store's key changes with everything a task's episodes are a function of, and with nothing else
+(shots, templates and generation settings are applied to the episode later); a task that reads local files is
+never kept."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 from audioeval.augment.plan import parse_augment
 from audioeval.config.registry import TaskRegistry
 from audioeval.run.conditions import with_conditions
-from audioeval.run.episode_store import task_key
+from audioeval.run.episode_store import episode_key
 from audioeval.run.prepared import prepare_tasks
 
 
@@ -22,20 +23,23 @@ def prepared(seed: int = 0, shots=(0, 1), task_args=None, augment=(), target=Non
 
 
 @pytest.mark.slow
-def test_the_key_follows_seed_shots_parameters_and_condition():
+def test_the_key_follows_seed_builder_parameters_and_condition_but_not_shots_or_prompts():
     (base,) = prepared()
-    assert task_key(base) == task_key(prepared()[0])
-    assert task_key(base) != task_key(prepared(seed=1)[0])
-    assert task_key(base) != task_key(prepared(shots=(0, 1, 3))[0])
-    assert task_key(base) != task_key(prepared(task_args={"shortcut_free": True})[0])
+    assert episode_key(base) == episode_key(prepared()[0])
+    assert episode_key(base) != episode_key(prepared(seed=1)[0])
+    assert episode_key(base, seed=1) == episode_key(prepared(seed=1)[0])  # a study's episodes: another seed
+    assert episode_key(base) != episode_key(prepared(task_args={"shortcut_free": True})[0])
+    # what is applied to the episode afterwards shares its episodes
+    assert episode_key(base) == episode_key(prepared(shots=(0, 1, 3))[0])
+    assert episode_key(base) == episode_key(prepared(task_args={"prompt_style": "general"})[0])
     _, on_query = prepared(augment=["noise_snr=5"])
     _, on_all = prepared(augment=["noise_snr=5"], target="all")
     _, other_level = prepared(augment=["noise_snr=10"])
-    keys = {task_key(t) for t in (base, on_query, on_all, other_level)}
+    keys = {episode_key(t) for t in (base, on_query, on_all, other_level)}
     assert None not in keys and len(keys) == 4
 
 
 def test_a_task_reading_a_corpus_folder_is_never_kept(tmp_path):
     (task,) = prepared()
     task.config.builder_kwargs["fsdd_dir"] = str(tmp_path)
-    assert task_key(task) is None
+    assert episode_key(task) is None

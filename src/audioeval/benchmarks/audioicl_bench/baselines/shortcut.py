@@ -32,7 +32,6 @@ from typing import Any
 import numpy as np
 
 from audioeval.benchmarks.audioicl_bench.common import TASK_IDS
-from audioeval.data.builders import make_builder
 from audioeval.errors import ModelError
 from audioeval.models.base import Model, ModelTask
 from audioeval.models.baselines.examples import Examples, examples_of
@@ -111,22 +110,18 @@ class ShortcutModel(Model):
             self.statistics[task_name] = self.study(self.tasks[task_name])
         return self.statistics[task_name]
 
+    def probe_episodes(self, task: ModelTask) -> tuple[int, int]:
+        return int(task.config.builder_kwargs.get("seed", self.seed)) + PROBE_SEED_OFFSET, PROBE_EPISODES
+
     def study(self, task: ModelTask) -> TaskStatistics:
         """Label statistics from PROBE_EPISODES episodes of `task` built with another seed. They depend on the
-        task's builder config only (not on --num_fewshot, --limit or the other tasks of the run)."""
+        task's builder config only (not on --num_fewshot, --limit or the other tasks of the run). The episodes
+        come from the run (kept in its episode store: made once per configuration, whatever the model)."""
         started = time.perf_counter()
         config = task.config
-        seed = int(config.builder_kwargs.get("seed", self.seed)) + PROBE_SEED_OFFSET
-        probe = make_builder(
-            config.builder,
-            config.builder_config,
-            {**config.builder_kwargs, "seed": seed},
-            base_dir=config.dir_of("builder"),
-            source=str(config.path),
-        )
+        seed, count = self.probe_episodes(task)
         stats = TaskStatistics()
-        for index in range(PROBE_EPISODES):
-            episode = probe.episode(index)
+        for index, episode in enumerate(task.episodes_of_seed(seed, range(count))):
             shots = len(episode.get("demos") or [])
             for k in range(shots + 1):
                 choices = task.renderer.label_space(episode, k)

@@ -1,0 +1,292 @@
+"""The whole pipeline on whole benchmark groups: how close audioeval keeps a remote endpoint to what the machine
+allows, cold (episodes synthesized during the run) and warm (a second model on episodes synthesized before).
+
+    PYTHONPATH=src python bench/bench_pipeline.py [--limit_audioicl 20] [--limit_adu 60] [--concurrency 32,128] \
+        [--out bench/results/pipeline.json]
+
+Every endpoint is the project's fake server in its own process (`python -m audioeval.testing.fake_openai
+--latency 0.2,1.0`: each request waits 0.2-1.0 s, drawn from a hash of its body). For each run:
+
+- audioeval: `--tasks <group> --model openai --limit N` in a fresh process, every body it sent recorded by the
+  server; achieved / ideal at the server over the generation span (ideal = in flight / mean delay);
+- the ceiling: a minimal aiohttp client in its own process replays the very bodies audioeval sent, at the same
+  concurrency, against a fresh server; audioeval / ceiling is the figure that measures the harness (the
+  ceiling is the machine's: on two shared cores even the minimal client falls short of ideal at 128);
+- wall (process start to exit) against max(the endpoint's ideal time, the run's CPU seconds / cores), where the
+  ideal time is requests x mean delay / in flight and CPU is the run's and its worker processes' (user +
+  system); CPU per request; start-up (process start to the first request at the server).
+
+Runs: `audioicl_bench` (the nine tasks, k = 0, 1, 3, 5) cold at the first concurrency, on an empty cache, then
+warm at every concurrency, each a model of another name (nothing of it cached) on the episodes synthesized by
+the cold run; `adu_bench` (four tasks) the same, plus a warm run with a judge (a second fake server) at the
+first concurrency. `--model realtime` on `adu_bench` (text output) against the fake Realtime server counts the
+sessions opened beside the requests in flight. The load average is printed with every figure.
+
+Targets (issue 30): warm audioeval / ceiling >= 0.95 at 32 and >= 0.85 at 128, >= 0.85 with a judge at 32;
+cold on AudioICL-Bench CPU per request <= 30 ms and wall <= 1.25 x max(ideal, CPU / cores); CPU per request
+without synthesis (warm) <= 5 ms; Realtime sessions <= in flight.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from audioeval.testing.fake_openai import throughput  # noqa: E402
+
+
+def _env() -> dict[str, str]:
+    src = str(ROOT / "src")
+    return {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
+
+
+def load() -> float:
+    return round(os.getloadavg()[0], 2)
+
+
+def cores() -> int:
+    return len(os.sched_getaffinity(0))
+
+
+class Endpoint:
+    """A fake server in its own process; `record` appends every body it receives to a file."""
+
+    def __init__(self, module: str = "fake_openai", record: Path | None = None, reply: str | None = None):
+        cmd = [sys.executable, "-m", f"audioeval.testing.{module}", "--latency", "0.2,1.0"]
+        cmd += ["--record", str(record)] if record is not None else []
+        cmd += ["--reply", reply] if reply is not None else []
+        self.module = module
+        self.proc = subprocess.Popen(
+            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=_env()
+        )
+        assert self.proc.stdout is not None
+        self.base_url = json.loads(self.proc.stdout.readline())["base_url"]
+
+    def ask(self, line: str) -> Any:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        return json.loads(self.proc.stdout.readline())
+
+    def timings(self) -> list[tuple[float, float, float]]:
+        if self.module == "fake_realtime":
+            return [tuple(t) for t in self.ask("stats")["timings"]]
+        return [tuple(t) for t in self.ask("timings")]
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+def run_audioeval(args: list[str], out: Path) -> dict[str, Any]:
+    """One audioeval process: its results, wall, and the CPU of it and every process it waited for."""
+    cmd = [sys.executable, "-m", "audioeval", *args, "--output_path", str(out), "--no_progress"]
+    cmd += ["--bootstrap_iters", "200"]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started, load_before = time.perf_counter(), load()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=_env(), timeout=3600)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        raise SystemExit(f"audioeval failed ({' '.join(args)}):\n{proc.stderr[-4000:]}")
+    results = json.loads(sorted(out.glob("*/*/results.json"))[-1].read_text())
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {
+        "started": started,
+        "wall_s": round(wall, 3),
+        "cpu_s": round(cpu, 3),
+        "results": results,
+        "load": [load_before, load()],
+    }
+
+
+def replay(recording: Path, concurrency: int) -> dict[str, Any]:
+    """The minimal client in its own process against a fresh server: achieved / ideal at that server."""
+    server = Endpoint()
+    try:
+        cmd = [sys.executable, __file__, "--replay", str(recording), server.base_url, str(concurrency)]
+        load_before = load()
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=_env(), timeout=3600)
+        if proc.returncode != 0:
+            raise SystemExit(f"replay failed:\n{proc.stderr[-3000:]}")
+        span = throughput(server.timings(), concurrency)
+    finally:
+        server.close()
+    return {**span, "load": [load_before, load()]}
+
+
+def replay_client(recording: str, base_url: str, concurrency: int) -> None:
+    import aiohttp
+
+    offsets: list[tuple[int, int]] = []
+    with open(recording, "rb") as f:
+        data = f.read()
+    at = 0
+    while at < len(data):
+        n = int.from_bytes(data[at : at + 8], "little")
+        offsets.append((at + 8, n))
+        at += 8 + n
+
+    async def main() -> None:
+        limit = asyncio.Semaphore(concurrency)
+        connector = aiohttp.TCPConnector(limit=concurrency)
+        headers = {"Content-Type": "application/json", "Authorization": "Bearer x"}
+        async with aiohttp.ClientSession(connector=connector) as session:
+
+            async def send(start: int, n: int) -> None:
+                async with limit:
+                    body = data[start : start + n]
+                    async with session.post(f"{base_url}/chat/completions", data=body, headers=headers) as r:
+                        await r.read()
+
+            await asyncio.gather(*(send(s, n) for s, n in offsets))
+
+    asyncio.run(main())
+
+
+def measured(
+    label: str,
+    group: str,
+    limit: int,
+    concurrency: int,
+    cache: Path,
+    model: str,
+    tmp: Path,
+    judge: bool = False,
+) -> dict[str, Any]:
+    recording = tmp / f"{label}.bodies"
+    server = Endpoint(record=recording)
+    judge_server = Endpoint(reply="Score: 7") if judge else None
+    try:
+        args = ["--tasks", group, "--limit", str(limit), "--model", "openai", "--cache_dir", str(cache)]
+        args += ["--model_args", f"model={model},base_url={server.base_url},num_concurrent={concurrency}"]
+        if judge_server is not None:
+            jargs = f"model=judge-{model},base_url={judge_server.base_url},num_concurrent={concurrency}"
+            args += ["--judge", "openai", "--judge_args", jargs]
+        ran = run_audioeval(args, tmp / label)
+        timings = server.timings()
+    finally:
+        server.close()
+        if judge_server is not None:
+            judge_server.close()
+    span = throughput(timings, concurrency)
+    ceiling = replay(recording, concurrency)
+    recording.unlink()
+    n, mean_delay = span["requests"], span["mean_delay_s"]
+    ideal_s = n * mean_delay / concurrency
+    bound = max(ideal_s, ran["cpu_s"] / cores())
+    timing = ran["results"]["timing"]
+    out = {
+        "group": group,
+        "concurrency": concurrency,
+        "requests": n,
+        "audioeval": span["ratio"],
+        "ceiling": ceiling["ratio"],
+        "audioeval_over_ceiling": round(span["ratio"] / ceiling["ratio"], 4),
+        "wall_s": ran["wall_s"],
+        "ideal_s": round(ideal_s, 3),
+        "cpu_s": ran["cpu_s"],
+        "cpu_ms_per_request": round(1000 * ran["cpu_s"] / n, 2),
+        "wall_over_bound": round(ran["wall_s"] / bound, 3),
+        "startup_s": round(min(t[0] for t in timings) - ran["started"], 3),
+        "synthesis_s": timing.get("synthesis_seconds"),
+        "load": ran["load"],
+        "ceiling_load": ceiling["load"],
+    }
+    print(
+        f"{label:<28} C={concurrency:<3} {n} requests: audioeval {out['audioeval']:.3f} of ideal, ceiling "
+        f"{out['ceiling']:.3f}, audioeval/ceiling {out['audioeval_over_ceiling']:.3f}; wall {out['wall_s']:.1f} s "
+        f"= {out['wall_over_bound']:.2f} x max(ideal {ideal_s:.1f} s, CPU {ran['cpu_s']:.1f} s / {cores()}); "
+        f"CPU {out['cpu_ms_per_request']:.1f} ms/request; start-up {out['startup_s']:.1f} s; "
+        f"load {ran['load'][0]:.1f}-{ran['load'][1]:.1f}",
+        flush=True,
+    )
+    return out
+
+
+def realtime_sessions(limit: int, concurrency: int, tmp: Path) -> dict[str, Any]:
+    server = Endpoint("fake_realtime")
+    try:
+        args = ["--tasks", "adu_bench", "--limit", str(limit), "--model", "realtime", "--no_cache"]
+        margs = f"model=rt,base_url={server.base_url},output=text,num_concurrent={concurrency}"
+        ran = run_audioeval([*args, "--model_args", margs], tmp / "realtime")
+        stats = server.ask("stats")
+    finally:
+        server.close()
+    span = throughput([tuple(t) for t in stats["timings"]], concurrency)
+    out = {
+        "requests": span["requests"],
+        "concurrency": concurrency,
+        "sessions": stats["sessions"],
+        "audioeval": span["ratio"],
+        "wall_s": ran["wall_s"],
+        "load": ran["load"],
+    }
+    print(
+        f"realtime adu_bench C={concurrency}: {out['sessions']} sessions opened for {out['requests']} responses "
+        f"({out['audioeval']:.3f} of ideal); load {ran['load'][0]:.1f}-{ran['load'][1]:.1f}",
+        flush=True,
+    )
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--limit_audioicl", type=int, default=20)
+    parser.add_argument("--limit_adu", type=int, default=60)
+    parser.add_argument("--concurrency", default="32,128")
+    parser.add_argument("--groups", default="audioicl_bench,adu_bench")
+    parser.add_argument("--skip_realtime", action="store_true")
+    parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "pipeline.json"))
+    parser.add_argument("--replay", nargs=3, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.replay:
+        replay_client(args.replay[0], args.replay[1], int(args.replay[2]))
+        return
+    levels = [int(c) for c in args.concurrency.split(",")]
+    report: dict[str, Any] = {
+        "machine": {"platform": platform.platform(), "cores": cores(), "load_before": os.getloadavg()},
+        "runs": [],
+    }
+    limits = {"audioicl_bench": args.limit_audioicl, "adu_bench": args.limit_adu}
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        for group in args.groups.split(","):
+            cache = tmp / f"cache-{group}"
+            limit = limits[group]
+            runs = [measured(f"{group} cold", group, limit, levels[0], cache, "cold", tmp)]
+            for c in levels:
+                runs.append(measured(f"{group} warm", group, limit, c, cache, f"warm{c}", tmp))
+            if group == "adu_bench":
+                runs.append(
+                    measured(f"{group} warm + judge", group, limit, levels[0], cache, "judged", tmp, True)
+                )
+            for run, kind in zip(runs, ["cold"] + ["warm"] * len(levels) + ["warm + judge"], strict=False):
+                report["runs"].append({"kind": kind, **run})
+        if not args.skip_realtime:
+            report["realtime"] = realtime_sessions(args.limit_adu, levels[0], tmp)
+    report["machine"]["load_after"] = os.getloadavg()
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()

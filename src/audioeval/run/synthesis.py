@@ -1,0 +1,299 @@
+"""Where a run's episodes come from: the episode store when they were synthesized before (by any run, for any
+model), else synthesized in worker processes, as many as the machine has cores, ahead of the endpoint.
+
+`EpisodeSource.episodes(task, indices)` yields the episodes in the order asked, whatever the number of workers
+(each is a pure function of its configuration, seed and index, so results do not depend on it): the stored
+ones at once, the others as jobs submitted a few ahead to the workers, each stored as it comes back. A worker
+rebuilds the task's builder from a `Recipe` (the builder's name, config and arguments, the robustness
+condition), once per process, and also compresses the new episode's audio for the store, so the run's own
+process only renders and sends. `AUDIOEVAL_SYNTHESIS_WORKERS` sets the number of workers (0: synthesize on
+the run's feed thread; default: the cores this process may use, shared among the processes of a launch).
+
+Episodes of another seed (what a reference model studies before answering, e.g. `shortcut`'s probe episodes)
+come the same way: `prefetch` synthesizes and stores them ahead on a thread of its own with a progress line,
+and `episodes(task, indices, seed)` then reads them from the store.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import multiprocessing
+import os
+import signal
+import threading
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from typing import Any
+
+from audioeval.augment.episode import augment_episode
+from audioeval.augment.plan import Condition
+from audioeval.data.builders import EpisodeBuilder, make_builder
+from audioeval.run.episode_store import EncodedEpisode, EpisodeStore, encode_episode, episode_key
+from audioeval.run.prepared import PreparedTask
+
+log = logging.getLogger("audioeval")
+
+WORKERS_VARIABLE = "AUDIOEVAL_SYNTHESIS_WORKERS"
+STORE_EVERY = 16  # synthesized episodes written to the store in one transaction
+
+
+def synthesis_workers() -> int:
+    raw = os.environ.get(WORKERS_VARIABLE, "").strip()
+    if raw:
+        try:
+            return max(0, int(raw))
+        except ValueError:
+            log.warning("%s=%r is not a number of processes: using the cores", WORKERS_VARIABLE, raw)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    local = int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1)
+    return max(1, cores // max(1, local))
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """What a worker process needs to make a task's episodes: its builder, made again there, and its condition."""
+
+    builder: str
+    config_name: str | None
+    kwargs: tuple[tuple[str, Any], ...]
+    base_dir: str
+    source: str
+    augment: Condition | None
+    cache_root: str | None  # $AUDIOEVAL_CACHE of the run (synthesized speech, dataset locks)
+
+    @classmethod
+    def of(cls, task: PreparedTask, seed: int | None = None) -> Recipe:
+        config = task.config
+        kwargs = dict(config.builder_kwargs)
+        if seed is not None:
+            kwargs["seed"] = seed
+        return cls(
+            config.builder,
+            config.builder_config,
+            tuple(sorted(kwargs.items())),
+            str(config.dir_of("builder")),
+            str(config.path),
+            task.augment,
+            os.environ.get("AUDIOEVAL_CACHE"),
+        )
+
+    def builder_now(self) -> EpisodeBuilder:
+        from pathlib import Path
+
+        return make_builder(
+            self.builder, self.config_name, dict(self.kwargs), Path(self.base_dir), self.source
+        )
+
+
+@dataclass
+class Made:
+    """One synthesized episode, its encoding for the store (None: not storable) and the seconds it took."""
+
+    episode: dict[str, Any]
+    encoded: EncodedEpisode | None
+    seconds: float
+
+
+_BUILDERS: OrderedDict[Recipe, EpisodeBuilder] = OrderedDict()  # per process: the builders made lately
+_BUILDERS_LOCK = threading.Lock()
+
+
+def _builder(recipe: Recipe) -> EpisodeBuilder:
+    with _BUILDERS_LOCK:
+        builder = _BUILDERS.get(recipe)
+        if builder is not None:
+            _BUILDERS.move_to_end(recipe)
+            return builder
+    builder = recipe.builder_now()
+    with _BUILDERS_LOCK:
+        _BUILDERS[recipe] = builder
+        while len(_BUILDERS) > 16:
+            _BUILDERS.popitem(last=False)
+    return builder
+
+
+def make_episode(recipe: Recipe, index: int, encode: bool) -> Made:
+    """In a worker process (or the feed thread): one episode, and its encoding for the store."""
+    if recipe.cache_root is not None and os.environ.get("AUDIOEVAL_CACHE") != recipe.cache_root:
+        os.environ["AUDIOEVAL_CACHE"] = recipe.cache_root
+    started = time.perf_counter()
+    builder = _builder(recipe)
+    episode = builder.episode(index)
+    if recipe.augment is not None:
+        episode = augment_episode(episode, recipe.augment, builder)
+    seconds = time.perf_counter() - started
+    return Made(episode, encode_episode(episode) if encode else None, seconds)
+
+
+def _quiet_worker() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the run's to handle: it stops the pool
+
+
+_POOL: ProcessPoolExecutor | None = None
+_POOL_SIZE = 0
+_POOL_LOCK = threading.Lock()
+
+
+def worker_pool(workers: int) -> ProcessPoolExecutor:
+    """One pool per process, kept for later runs of the same process (the Python API, tests)."""
+    global _POOL, _POOL_SIZE
+    with _POOL_LOCK:
+        if _POOL is None or _POOL_SIZE != workers or getattr(_POOL, "_broken", False):
+            if _POOL is not None:
+                _POOL.shutdown(wait=False, cancel_futures=True)
+            methods = multiprocessing.get_all_start_methods()
+            context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+            if hasattr(context, "set_forkserver_preload"):
+                context.set_forkserver_preload(["audioeval.run.synthesis"])
+            _POOL = ProcessPoolExecutor(workers, mp_context=context, initializer=_quiet_worker)
+            _POOL_SIZE = workers
+        return _POOL
+
+
+@atexit.register
+def _close_pool() -> None:
+    if _POOL is not None:
+        _POOL.shutdown(wait=True, cancel_futures=True)
+
+
+class SourceStopped(Exception):
+    """The run is over or stopping: no more episodes are made."""
+
+
+class EpisodeSource:
+    def __init__(self, store: EpisodeStore | None, workers: int | None = None) -> None:
+        self.store = store if store is not None and store.usable else None
+        self.workers = synthesis_workers() if workers is None else workers
+        self.synthesis_s = 0.0  # seconds of synthesis, in the workers or here
+        self.synthesized = 0  # episodes synthesized (not read from the store)
+        self._prefetched: dict[str, threading.Event] = {}  # episode key -> set once its prefetch is over
+        self._stopped = threading.Event()
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------------------------------------------
+    def episodes(
+        self,
+        task: PreparedTask,
+        indices: list[int],
+        seed: int | None = None,
+        ahead: int | None = None,
+        wait: bool = True,
+    ) -> Iterator[tuple[int, dict[str, Any], float | None]]:
+        """(index, episode, seconds of synthesis or None when read from the store) in the order of `indices`:
+        stored ones read back, others synthesized and stored. With `wait`, episodes being prefetched are read
+        once the prefetch is over."""
+        key = episode_key(task, seed) if self.store is not None else None
+        if key is not None and seed is not None and wait:
+            self._wait_for_prefetch(key)
+        remake = self._remaker(task, seed)
+        pending: deque[tuple[int, Any]] = deque()  # (index, episode | Future[Made] | None)
+        ahead = ahead or 2 * max(1, self.workers) + 2
+        to_store: dict[int, EncodedEpisode] = {}
+        chunks = iter([indices[i : i + 64] for i in range(0, len(indices), 64)])
+        stored: dict[int, dict[str, Any]] = {}
+        queued: deque[int] = deque()
+        try:
+            while True:
+                if self._stopped.is_set():
+                    raise SourceStopped("the run stopped while its episodes were being made")
+                while len(pending) < ahead:
+                    if not queued:
+                        chunk = next(chunks, None)
+                        if chunk is None:
+                            break
+                        stored = self.store.get_many(key, chunk, remake) if self.store and key else {}
+                        queued.extend(chunk)
+                    index = queued.popleft()
+                    pending.append((index, stored.pop(index, None) or self._submit(task, index, seed, key)))
+                if not pending:
+                    break
+                index, item = pending.popleft()
+                if isinstance(item, dict):
+                    yield index, item, None
+                    continue
+                made = self._result(item, task, index, seed, key)
+                if made.encoded is not None and key is not None:
+                    to_store[index] = made.encoded
+                    if len(to_store) >= STORE_EVERY:
+                        self._store(key, to_store)
+                yield index, made.episode, made.seconds
+        finally:
+            for _, item in pending:
+                if isinstance(item, Future):
+                    item.cancel()
+            if key is not None and to_store:
+                self._store(key, to_store)
+
+    def prefetch(self, task: PreparedTask, seed: int, count: int, progress: Callable[[int], Any]) -> None:
+        """Make sure episodes 0..count-1 of the task under `seed` are in the store (a study's episodes)."""
+        key = episode_key(task, seed) if self.store is not None else None
+        if key is None:
+            progress(count)
+            return
+        with self._lock:
+            done = self._prefetched.setdefault(key, threading.Event())
+        try:
+            for _ in self.episodes(task, list(range(count)), seed, wait=False):
+                progress(1)
+        finally:
+            done.set()
+
+    def _wait_for_prefetch(self, key: str) -> None:
+        with self._lock:
+            done = self._prefetched.get(key)
+        while done is not None and not done.wait(0.5) and not self._stopped.is_set():
+            pass
+
+    def stop(self) -> None:
+        """The run is over or stopping: nobody waits for a prefetch any more."""
+        self._stopped.set()
+
+    # ------------------------------------------------------------------------------------------------------
+    def _submit(
+        self, task: PreparedTask, index: int, seed: int | None, key: str | None
+    ) -> Future[Made] | None:
+        if self.workers <= 0 or not isinstance(task.builder, EpisodeBuilder):
+            return None  # made on this thread when its turn comes
+        return worker_pool(self.workers).submit(make_episode, Recipe.of(task, seed), index, key is not None)
+
+    def _result(
+        self, item: Future[Made] | None, task: PreparedTask, index: int, seed: int | None, key: str | None
+    ) -> Made:
+        made = None
+        if item is not None:
+            try:
+                made = item.result()
+            except BrokenProcessPool:
+                log.warning(
+                    "a synthesis worker process died: episode %d of %s is made here", index, task.name
+                )
+        if made is None:
+            made = self._here(task, index, seed, key is not None)
+        self.synthesis_s += made.seconds
+        self.synthesized += 1
+        return made
+
+    def _here(self, task: PreparedTask, index: int, seed: int | None, encode: bool) -> Made:
+        if seed is None and not isinstance(task.builder, EpisodeBuilder):
+            started = time.perf_counter()
+            episode = task.episode(index)  # stored data (`dataset=`): read, not synthesized
+            return Made(episode, None, time.perf_counter() - started)
+        if seed is None:
+            started = time.perf_counter()
+            episode = task.episode(index)
+            seconds = time.perf_counter() - started
+            return Made(episode, encode_episode(episode) if encode else None, seconds)
+        return make_episode(Recipe.of(task, seed), index, encode)
+
+    def _remaker(self, task: PreparedTask, seed: int | None) -> Callable[[int], dict[str, Any]]:
+        return lambda index: self._here(task, index, seed, False).episode
+
+    def _store(self, key: str, episodes: dict[int, EncodedEpisode]) -> None:
+        if self.store is not None:
+            self.store.put_many(key, dict(episodes))
+        episodes.clear()
