@@ -38,6 +38,7 @@ import resource
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -92,19 +93,63 @@ class Endpoint:
         self.proc.wait(timeout=30)
 
 
+class ForkserverMeter:
+    """CPU of the processes a multiprocessing forkserver started under `root` (and of the forkserver itself):
+    nobody waits for them, so the run's own rusage never counts them. Sampled from /proc every 0.1 s."""
+
+    def __init__(self, root: int) -> None:
+        self.root, self.tick = root, os.sysconf("SC_CLK_TCK")
+        self.last: dict[int, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.1):
+            parents, cpu, forkserver = {}, {}, set()
+            for entry in os.listdir("/proc"):
+                if not entry.isdigit():
+                    continue
+                try:
+                    stat = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+                    cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+                except OSError:
+                    continue
+                pid = int(entry)
+                parents[pid] = int(stat[1])
+                cpu[pid] = (int(stat[11]) + int(stat[12])) / self.tick
+                if b"multiprocessing.forkserver" in cmdline:
+                    forkserver.add(pid)
+            for pid in cpu:
+                chain, at = [], pid
+                while at in parents and at not in (self.root, 0, 1):
+                    chain.append(at)
+                    at = parents[at]
+                if at == self.root and any(p in forkserver for p in chain):
+                    self.last[pid] = cpu[pid]
+
+    def stop(self) -> float:
+        self._stop.set()
+        self._thread.join()
+        return sum(self.last.values())
+
+
 def run_audioeval(args: list[str], out: Path) -> dict[str, Any]:
-    """One audioeval process: its results, wall, and the CPU of it and every process it waited for."""
+    """One audioeval process: its results, wall, and the CPU of it and every process it started."""
     cmd = [sys.executable, "-m", "audioeval", *args, "--output_path", str(out), "--no_progress"]
     cmd += ["--bootstrap_iters", "200"]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started, load_before = time.perf_counter(), load()
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=_env(), timeout=3600)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+    workers = ForkserverMeter(proc.pid)
+    _, stderr = proc.communicate(timeout=3600)
     wall = time.perf_counter() - started
+    workers_cpu = workers.stop()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
-        raise SystemExit(f"audioeval failed ({' '.join(args)}):\n{proc.stderr[-4000:]}")
+        raise SystemExit(f"audioeval failed ({' '.join(args)}):\n{stderr[-4000:]}")
     results = json.loads(sorted(out.glob("*/*/results.json"))[-1].read_text())
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime) + workers_cpu
     return {
         "started": started,
         "wall_s": round(wall, 3),
