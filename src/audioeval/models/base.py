@@ -174,7 +174,8 @@ class Model(ABC):
         """Release resources (servers, GPU memory)."""
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook
-        """Release what belongs to the running event loop (connection pools); called as each task ends."""
+        """Release what belongs to the running event loop (connection pools, sessions); called once, when the
+        run's event loop ends."""
 
     @classmethod
     def check_args(cls, model_args: dict[str, Any]) -> None:

@@ -21,6 +21,7 @@ import logging
 import multiprocessing
 import os
 import signal
+import sys
 import threading
 import time
 from collections import OrderedDict, deque
@@ -49,9 +50,21 @@ def synthesis_workers() -> int:
             return max(0, int(raw))
         except ValueError:
             log.warning("%s=%r is not a number of processes: using the cores", WORKERS_VARIABLE, raw)
+    if _main_is_a_script():
+        return 0
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     local = int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1)
     return max(1, cores // max(1, local))
+
+
+def _main_is_a_script() -> bool:
+    """A worker process imports the main module again when it is a script file, which runs the script's
+    code once more unless it is behind `if __name__ == "__main__":`. Without a say from the user
+    (AUDIOEVAL_SYNTHESIS_WORKERS), such a run synthesizes on its own thread; `python -m`, the CLI and
+    interactive sessions use workers."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    return getattr(main, "__file__", None) is not None and (spec is None or not spec.name.endswith("__main__"))
 
 
 @dataclass(frozen=True)
