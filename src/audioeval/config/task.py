@@ -73,10 +73,14 @@ def read_text_file(path: Path, what: str) -> str:
         ) from err
 
 
+# libyaml's safe loader where PyYAML was built with it (the same documents, ten times faster), else PyYAML's
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def read_yaml(path: Path) -> tuple[dict[str, Any], str]:
     text = read_text_file(path, "YAML file")
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_SAFE_LOADER)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark else str(path)

@@ -30,6 +30,7 @@ import json
 import logging
 import os
 import sqlite3
+import struct
 import threading
 import time
 import zlib
@@ -47,7 +48,7 @@ from audioeval.data.builders import EpisodeBuilder
 from audioeval.resources import resource_root
 from audioeval.run.cache import open_shared
 from audioeval.run.prepared import PreparedTask
-from audioeval.types import AudioClip, Request
+from audioeval.types import AudioClip, Request, b64encode
 
 log = logging.getLogger("audioeval")
 
@@ -103,7 +104,8 @@ def blob_digest(data: bytes) -> str:
 
 
 class StoredClip(AudioClip):
-    """A clip read back from the store: identity, rate and length at once, samples on first use (`load`)."""
+    """A clip read back from the store: identity, rate and length at once, its PCM16 samples on first use
+    (`load`), the float samples and the WAV bytes made from those (no float round trip)."""
 
     def __init__(self, sha256: str, sampling_rate: int, frames: int, load: Callable[[], np.ndarray]) -> None:
         self.sampling_rate = int(sampling_rate)
@@ -113,14 +115,21 @@ class StoredClip(AudioClip):
         self.__dict__["sha256"] = sha256
 
     @property
-    def samples(self) -> np.ndarray:
-        loaded = self.__dict__.get("_samples")
-        if loaded is None:
+    def pcm(self) -> np.ndarray:
+        pcm = self.__dict__.get("_pcm")
+        if pcm is None:
             with self._lock:
-                loaded = self.__dict__.get("_samples")
-                if loaded is None:
-                    loaded = self.__dict__["_samples"] = self._load()
-        return loaded
+                pcm = self.__dict__.get("_pcm")
+                if pcm is None:
+                    pcm = self.__dict__["_pcm"] = self._load()
+        return pcm
+
+    @property
+    def samples(self) -> np.ndarray:
+        samples = self.__dict__.get("_samples")
+        if samples is None:
+            samples = self.__dict__["_samples"] = samples_of(self.pcm)
+        return samples
 
     @samples.setter
     def samples(self, value: np.ndarray) -> None:
@@ -128,14 +137,29 @@ class StoredClip(AudioClip):
 
     @property
     def loaded(self) -> bool:
-        return "_samples" in self.__dict__
+        return "_pcm" in self.__dict__
 
     @property
     def seconds(self) -> float:
         return self.frames / float(self.sampling_rate)
 
+    @property
+    def wav_base64(self) -> bytes:
+        encoded = self.__dict__.get("_wav_base64")
+        if encoded is None:
+            encoded = self.__dict__["_wav_base64"] = b64encode(pcm_wav(self.pcm, self.sampling_rate))
+        return encoded
+
     def __reduce__(self) -> Any:  # pickled (to another process) as the plain clip it stands for
         return (AudioClip, (self.samples, self.sampling_rate))
+
+
+def pcm_wav(pcm: np.ndarray, sampling_rate: int) -> bytes:
+    """A PCM16 WAV file of these samples (the bytes `encode_wav` makes of the clip)."""
+    data = pcm.astype("<i2", copy=False).tobytes()
+    header = b"RIFF" + struct.pack("<I", 36 + len(data)) + b"WAVE"
+    fmt = b"fmt " + struct.pack("<IHHIIHH", 16, 1, 1, sampling_rate, sampling_rate * 2, 2, 16)
+    return header + fmt + b"data" + struct.pack("<I", len(data)) + data
 
 
 def audio_unread(request: Request) -> bool:
@@ -145,7 +169,8 @@ def audio_unread(request: Request) -> bool:
 
 def read_audio(request: Request) -> None:
     for clip in request.clips:
-        clip.samples  # noqa: B018 - read and kept by the clip
+        if isinstance(clip, StoredClip):
+            clip.pcm  # noqa: B018 - read and kept by the clip
 
 
 def samples_of(pcm: np.ndarray) -> np.ndarray:
@@ -443,7 +468,7 @@ class EpisodeStore:
     ) -> Callable[[], np.ndarray]:
         def load() -> np.ndarray:
             try:
-                return samples_of(self.read_clip(sha, frames, blob))
+                return self.read_clip(sha, frames, blob)
             except StoredAudioMissing as err:
                 if remake is None:
                     raise
@@ -455,7 +480,7 @@ class EpisodeStore:
             clip = clips_in_order(remake(where[0]))[where[1]]
             if clip.sha256 != sha:
                 raise StoredAudioMissing(f"episode {where[0]} synthesized again differs from the stored one")
-            return clip.samples
+            return to_pcm16(clip.samples)
 
         return load
 
