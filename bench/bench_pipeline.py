@@ -48,6 +48,9 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from audioeval.testing.fake_openai import throughput  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "bench"))
+from bench_api_concurrency import CpuMeter  # noqa: E402
+
 
 def _env() -> dict[str, str]:
     src = str(ROOT / "src")
@@ -141,10 +144,11 @@ def run_audioeval(args: list[str], out: Path) -> dict[str, Any]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started, load_before = time.perf_counter(), load()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
-    workers = ForkserverMeter(proc.pid)
+    workers, main = ForkserverMeter(proc.pid), CpuMeter(proc.pid)
     _, stderr = proc.communicate(timeout=3600)
     wall = time.perf_counter() - started
     workers_cpu = workers.stop()
+    main.stop()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         raise SystemExit(f"audioeval failed ({' '.join(args)}):\n{stderr[-4000:]}")
@@ -156,6 +160,7 @@ def run_audioeval(args: list[str], out: Path) -> dict[str, Any]:
         "cpu_s": round(cpu, 3),
         "results": results,
         "load": [load_before, load()],
+        "main_meter": main,
     }
 
 
@@ -232,6 +237,7 @@ def measured(
     ceiling = replay(recording, concurrency)
     recording.unlink()
     n, mean_delay = span["requests"], span["mean_delay_s"]
+    steady = ran["main_meter"].between(min(t[0] for t in timings), max(t[1] for t in timings))
     ideal_s = n * mean_delay / concurrency
     bound = max(ideal_s, ran["cpu_s"] / cores())
     timing = ran["results"]["timing"]
@@ -246,6 +252,8 @@ def measured(
         "ideal_s": round(ideal_s, 3),
         "cpu_s": ran["cpu_s"],
         "cpu_ms_per_request": round(1000 * ran["cpu_s"] / n, 2),
+        # the run's own process alone over the generation span: no start-up, no worker processes
+        "steady_cpu_ms_per_request": round(1000 * steady / n, 2) if steady is not None else None,
         "wall_over_bound": round(ran["wall_s"] / bound, 3),
         "startup_s": round(min(t[0] for t in timings) - ran["started"], 3),
         "synthesis_s": timing.get("synthesis_seconds"),
@@ -256,7 +264,8 @@ def measured(
         f"{label:<28} C={concurrency:<3} {n} requests: audioeval {out['audioeval']:.3f} of ideal, ceiling "
         f"{out['ceiling']:.3f}, audioeval/ceiling {out['audioeval_over_ceiling']:.3f}; wall {out['wall_s']:.1f} s "
         f"= {out['wall_over_bound']:.2f} x max(ideal {ideal_s:.1f} s, CPU {ran['cpu_s']:.1f} s / {cores()}); "
-        f"CPU {out['cpu_ms_per_request']:.1f} ms/request; start-up {out['startup_s']:.1f} s; "
+        f"CPU {out['cpu_ms_per_request']:.1f} ms/request ({out['steady_cpu_ms_per_request']} in the run's process over "
+        f"the generation span); start-up {out['startup_s']:.1f} s; "
         f"load {ran['load'][0]:.1f}-{ran['load'][1]:.1f}",
         flush=True,
     )

@@ -143,8 +143,38 @@ def make_episode(recipe: Recipe, index: int, encode: bool) -> Made:
     return Made(episode, encode_episode(episode) if encode else None, seconds)
 
 
+def _exit_with_parent() -> None:
+    """Exit when the parent process is gone: a run killed with SIGKILL leaves no process behind (one would
+    hold the run's output pipes open, and its caller would wait for them forever)."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="audioeval-parent-watch", daemon=True).start()
+
+
 def _quiet_worker() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the run's to handle: it stops the pool
+    """A worker ignores Ctrl-C (the run handles it and stops the pool) and exits with its parent."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _exit_with_parent()
+
+
+def _in_forkserver() -> bool:
+    """Whether this module is being preloaded by a multiprocessing forkserver (which outlives its parent)."""
+    frame = sys._getframe()
+    while frame is not None:
+        if frame.f_code.co_name == "main" and frame.f_code.co_filename.endswith("forkserver.py"):
+            return True
+        frame = frame.f_back  # type: ignore[assignment]
+    return False
+
+
+if _in_forkserver():  # the server the workers are forked from exits with the run, and so do they
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _exit_with_parent()
 
 
 _POOL: ProcessPoolExecutor | None = None
