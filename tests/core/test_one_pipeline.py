@@ -60,7 +60,8 @@ def test_the_next_task_is_sent_before_the_last_answer_of_the_one_before(toy_dir,
     first_chat = events.index(("arrive", "toy_tones_chat"))
     before = events[:first_chat]
     in_flight = before.count(("arrive", "toy_tones")) - before.count(("reply", "toy_tones"))
-    assert before.count(("arrive", "toy_tones")) == 48 and in_flight > 0  # task 1 still in flight
+    # a drained pipeline would have had all 48 answers of task 1 before sending task 2
+    assert in_flight > 0 and before.count(("reply", "toy_tones")) < 48
     assert {t for kind, t in events if kind == "reply"} == set(TASKS)
     run = latest_run(tmp_path / "out")
     assert set(load_results(run)["results"]) == set(TASKS)
