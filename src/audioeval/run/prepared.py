@@ -42,6 +42,8 @@ class PreparedTask:
     augment: Condition | None = None  # a robustness condition applied to every episode (audioeval.augment)
     # set by the run: where episodes come from (synthesis.EpisodeSource: the episode store, worker processes)
     episode_source: Any = None
+    # (index, episode) that preflight made: the run's first episode of this task, not made twice
+    preflight_episode: tuple[int, dict[str, Any]] | None = None
 
     @property
     def name(self) -> str:
@@ -243,6 +245,7 @@ def preflight(
         if not task.indices:
             raise ConfigError(f"{task.config.path}: the builder produced no episodes.")
         episode = task.episode(task.indices[0])
+        task.preflight_episode = (task.indices[0], episode)
         available = len(episode.get("demos") or [])
         too_many = [k for k in task.shots if k > available]
         if too_many:

@@ -281,7 +281,8 @@ class EpisodeSource:
         with self._lock:
             done = self._prefetched.setdefault(key, threading.Event())
         try:
-            for _ in self.episodes(task, list(range(count)), seed, wait=False):
+            # one job at a time: the run's own episodes go first whenever they are waiting
+            for _ in self.episodes(task, list(range(count)), seed, ahead=1, wait=False):
                 progress(1)
         finally:
             done.set()
@@ -291,6 +292,17 @@ class EpisodeSource:
             done = self._prefetched.get(key)
         while done is not None and not done.wait(0.5) and not self._stopped.is_set():
             pass
+
+    def warm_up(self, tasks: list[PreparedTask]) -> None:
+        """Start the worker processes now (while the run gets ready) if the first task's first episodes are
+        not stored: starting them takes seconds that would otherwise come before the first request."""
+        first = next((t for t in tasks if isinstance(t.builder, EpisodeBuilder) and t.indices), None)
+        if first is None or self.workers <= 0:
+            return
+        key = episode_key(first) if self.store is not None else None
+        if self.store is not None and key is not None and self.store.get_many(key, first.indices[1:3]):
+            return
+        worker_pool(self.workers).submit(int, 0)  # a job that makes the pool start its processes
 
     def stop(self) -> None:
         """The run is over or stopping: nobody waits for a prefetch any more."""
@@ -322,6 +334,10 @@ class EpisodeSource:
         return made
 
     def _here(self, task: PreparedTask, index: int, seed: int | None, encode: bool) -> Made:
+        if seed is None and task.preflight_episode is not None and task.preflight_episode[0] == index:
+            episode = task.preflight_episode[1]  # made by preflight before the run: not made twice
+            task.preflight_episode = None
+            return Made(episode, encode_episode(episode) if encode else None, 0.0)
         if seed is None and not isinstance(task.builder, EpisodeBuilder):
             started = time.perf_counter()
             episode = task.episode(index)  # stored data (`dataset=`): read, not synthesized
