@@ -55,6 +55,7 @@ log = logging.getLogger("audioeval")
 DEFAULT_CAP_GB = 10.0
 CAP_VARIABLE = "AUDIOEVAL_EPISODE_STORE_GB"
 CLIP_MARK = "__clip__"
+NO_AUDIO = "-"  # a clip reference's blob digest when the row keeps no audio for it
 _PACKAGE_DIR = Path(__file__).resolve().parents[1]
 _LIBRARIES = ("numpy", "scipy", "espeakng-loader")
 _SCHEMA = """
@@ -206,9 +207,11 @@ def clips_in_order(episode: Any) -> list[AudioClip]:
     return list(clips.values())
 
 
-def encode_episode(episode: dict[str, Any]) -> EncodedEpisode | None:
+def encode_episode(episode: dict[str, Any], audio: bool = True) -> EncodedEpisode | None:
     """None when the episode does not come back from JSON exactly as it is (a tuple, a numpy number, a key
-    named like the clip marker): such an episode is synthesized every time."""
+    named like the clip marker): such an episode is synthesized every time. Without `audio` the clips are
+    kept as their identity and length only (episodes a reference model studies by their labels and clip
+    identities): reading their samples synthesizes the episode again."""
     clips: list[AudioClip] = []
     seen: dict[int, int] = {}
 
@@ -236,6 +239,9 @@ def encode_episode(episode: dict[str, Any]) -> EncodedEpisode | None:
     blobs: dict[str, bytes] = {}
     described = []
     for clip in clips:
+        if not audio:
+            described.append((clip.sha256, clip.sampling_rate, len(clip.samples), NO_AUDIO))
+            continue
         data = blobs.get(clip.sha256)
         if data is None:
             data = blobs[clip.sha256] = encode_clip(to_pcm16(clip.samples))
@@ -472,11 +478,12 @@ class EpisodeStore:
             except StoredAudioMissing as err:
                 if remake is None:
                     raise
-                self.warn_once(
-                    "audio",
-                    f"the episode store {self.path}: a clip of episode {where[0]} could not be read back ({err}); "
-                    "such episodes are synthesized again.",
-                )
+                if blob != NO_AUDIO:
+                    self.warn_once(
+                        "audio",
+                        f"the episode store {self.path}: a clip of episode {where[0]} could not be read back "
+                        f"({err}); such episodes are synthesized again.",
+                    )
             clip = clips_in_order(remake(where[0]))[where[1]]
             if clip.sha256 != sha:
                 raise StoredAudioMissing(f"episode {where[0]} synthesized again differs from the stored one")
@@ -490,6 +497,8 @@ class EpisodeStore:
             row = self._db().execute("SELECT data FROM clips WHERE sha256 = ?", (sha,)).fetchone()
         except sqlite3.Error as err:
             raise StoredAudioMissing(f"the episode store could not be read ({err})") from err
+        if blob == NO_AUDIO:
+            raise StoredAudioMissing("its audio was not kept")
         if row is None or not isinstance(row[0], bytes) or blob_digest(row[0]) != blob:
             raise StoredAudioMissing("its audio is missing or does not match its digest")
         try:

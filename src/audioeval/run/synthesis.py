@@ -64,7 +64,9 @@ def _main_is_a_script() -> bool:
     interactive sessions use workers."""
     main = sys.modules.get("__main__")
     spec = getattr(main, "__spec__", None)
-    return getattr(main, "__file__", None) is not None and (spec is None or not spec.name.endswith("__main__"))
+    return getattr(main, "__file__", None) is not None and (
+        spec is None or not spec.name.endswith("__main__")
+    )
 
 
 @dataclass(frozen=True)
@@ -130,8 +132,9 @@ def _builder(recipe: Recipe) -> EpisodeBuilder:
     return builder
 
 
-def make_episode(recipe: Recipe, index: int, encode: bool) -> Made:
-    """In a worker process (or the feed thread): one episode, and its encoding for the store."""
+def make_episode(recipe: Recipe, index: int, encode: bool, audio: bool = True) -> Made:
+    """In a worker process (or the feed thread): one episode, and its encoding for the store. Without `audio`
+    the episode is only stored, without its audio (a study's episodes): nothing else is sent back."""
     if recipe.cache_root is not None and os.environ.get("AUDIOEVAL_CACHE") != recipe.cache_root:
         os.environ["AUDIOEVAL_CACHE"] = recipe.cache_root
     started = time.perf_counter()
@@ -140,6 +143,8 @@ def make_episode(recipe: Recipe, index: int, encode: bool) -> Made:
     if recipe.augment is not None:
         episode = augment_episode(episode, recipe.augment, builder)
     seconds = time.perf_counter() - started
+    if not audio:
+        return Made({}, encode_episode(episode, audio=False) if encode else None, seconds)
     return Made(episode, encode_episode(episode) if encode else None, seconds)
 
 
@@ -226,10 +231,12 @@ class EpisodeSource:
         seed: int | None = None,
         ahead: int | None = None,
         wait: bool = True,
+        audio: bool = True,
     ) -> Iterator[tuple[int, dict[str, Any], float | None]]:
         """(index, episode, seconds of synthesis or None when read from the store) in the order of `indices`:
         stored ones read back, others synthesized and stored. With `wait`, episodes being prefetched are read
-        once the prefetch is over."""
+        once the prefetch is over. Without `audio` (a prefetch) synthesized episodes are stored without their
+        audio and yielded empty."""
         key = episode_key(task, seed) if self.store is not None else None
         if key is not None and seed is not None and wait:
             self._wait_for_prefetch(key)
@@ -252,14 +259,16 @@ class EpisodeSource:
                         stored = self.store.get_many(key, chunk, remake) if self.store and key else {}
                         queued.extend(chunk)
                     index = queued.popleft()
-                    pending.append((index, stored.pop(index, None) or self._submit(task, index, seed, key)))
+                    pending.append(
+                        (index, stored.pop(index, None) or self._submit(task, index, seed, key, audio))
+                    )
                 if not pending:
                     break
                 index, item = pending.popleft()
                 if isinstance(item, dict):
                     yield index, item, None
                     continue
-                made = self._result(item, task, index, seed, key)
+                made = self._result(item, task, index, seed, key, audio)
                 if made.encoded is not None and key is not None:
                     to_store[index] = made.encoded
                     if len(to_store) >= STORE_EVERY:
@@ -282,7 +291,7 @@ class EpisodeSource:
             done = self._prefetched.setdefault(key, threading.Event())
         try:
             # one job at a time: the run's own episodes go first whenever they are waiting
-            for _ in self.episodes(task, list(range(count)), seed, ahead=1, wait=False):
+            for _ in self.episodes(task, list(range(count)), seed, ahead=1, wait=False, audio=False):
                 progress(1)
         finally:
             done.set()
@@ -310,14 +319,21 @@ class EpisodeSource:
 
     # ------------------------------------------------------------------------------------------------------
     def _submit(
-        self, task: PreparedTask, index: int, seed: int | None, key: str | None
+        self, task: PreparedTask, index: int, seed: int | None, key: str | None, audio: bool = True
     ) -> Future[Made] | None:
         if self.workers <= 0 or not isinstance(task.builder, EpisodeBuilder):
             return None  # made on this thread when its turn comes
-        return worker_pool(self.workers).submit(make_episode, Recipe.of(task, seed), index, key is not None)
+        recipe = Recipe.of(task, seed)
+        return worker_pool(self.workers).submit(make_episode, recipe, index, key is not None, audio)
 
     def _result(
-        self, item: Future[Made] | None, task: PreparedTask, index: int, seed: int | None, key: str | None
+        self,
+        item: Future[Made] | None,
+        task: PreparedTask,
+        index: int,
+        seed: int | None,
+        key: str | None,
+        audio: bool = True,
     ) -> Made:
         made = None
         if item is not None:
@@ -328,12 +344,14 @@ class EpisodeSource:
                     "a synthesis worker process died: episode %d of %s is made here", index, task.name
                 )
         if made is None:
-            made = self._here(task, index, seed, key is not None)
+            made = self._here(task, index, seed, key is not None, audio)
         self.synthesis_s += made.seconds
         self.synthesized += 1
         return made
 
-    def _here(self, task: PreparedTask, index: int, seed: int | None, encode: bool) -> Made:
+    def _here(
+        self, task: PreparedTask, index: int, seed: int | None, encode: bool, audio: bool = True
+    ) -> Made:
         if seed is None and task.preflight_episode is not None and task.preflight_episode[0] == index:
             episode = task.preflight_episode[1]  # made by preflight before the run: not made twice
             task.preflight_episode = None
@@ -347,7 +365,7 @@ class EpisodeSource:
             episode = task.episode(index)
             seconds = time.perf_counter() - started
             return Made(episode, encode_episode(episode) if encode else None, seconds)
-        return make_episode(Recipe.of(task, seed), index, encode)
+        return make_episode(Recipe.of(task, seed), index, encode, audio)
 
     def _remaker(self, task: PreparedTask, seed: int | None) -> Callable[[int], dict[str, Any]]:
         return lambda index: self._here(task, index, seed, False).episode
