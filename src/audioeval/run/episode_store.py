@@ -30,7 +30,6 @@ import json
 import logging
 import os
 import sqlite3
-import struct
 import threading
 import time
 import zlib
@@ -48,7 +47,7 @@ from audioeval.data.builders import EpisodeBuilder
 from audioeval.resources import resource_root
 from audioeval.run.cache import open_shared
 from audioeval.run.prepared import PreparedTask
-from audioeval.types import AudioClip, Request, b64encode
+from audioeval.types import AudioClip, Request
 
 log = logging.getLogger("audioeval")
 
@@ -145,22 +144,11 @@ class StoredClip(AudioClip):
         return self.frames / float(self.sampling_rate)
 
     @property
-    def wav_base64(self) -> bytes:
-        encoded = self.__dict__.get("_wav_base64")
-        if encoded is None:
-            encoded = self.__dict__["_wav_base64"] = b64encode(pcm_wav(self.pcm, self.sampling_rate))
-        return encoded
+    def pcm16(self) -> np.ndarray:
+        return self.pcm  # what the WAV bytes are made of: no float round trip
 
     def __reduce__(self) -> Any:  # pickled (to another process) as the plain clip it stands for
         return (AudioClip, (self.samples, self.sampling_rate))
-
-
-def pcm_wav(pcm: np.ndarray, sampling_rate: int) -> bytes:
-    """A PCM16 WAV file of these samples (the bytes `encode_wav` makes of the clip)."""
-    data = pcm.astype("<i2", copy=False).tobytes()
-    header = b"RIFF" + struct.pack("<I", 36 + len(data)) + b"WAVE"
-    fmt = b"fmt " + struct.pack("<IHHIIHH", 16, 1, 1, sampling_rate, sampling_rate * 2, 2, 16)
-    return header + fmt + b"data" + struct.pack("<I", len(data)) + data
 
 
 def audio_unread(request: Request) -> bool:

@@ -95,7 +95,9 @@ def _edit(cache, sql: str, *params) -> None:
 
 def _first_row(cache) -> tuple[str, int, str]:
     db = sqlite3.connect(cache / "episodes.sqlite")
-    config, episode, body = db.execute("SELECT config, episode, body FROM episode_rows ORDER BY rowid").fetchone()
+    config, episode, body = db.execute(
+        "SELECT config, episode, body FROM episode_rows ORDER BY rowid"
+    ).fetchone()
     db.close()
     return config, episode, body
 
@@ -128,7 +130,9 @@ def test_a_damaged_or_edited_row_is_synthesized_again_with_one_warning(tmp_path,
             "edited target": _edited_target(body),
             "not json": "{not json",
         }[damage]
-        _edit(cache, "UPDATE episode_rows SET body = ? WHERE config = ? AND episode = ?", text, config, episode)
+        _edit(
+            cache, "UPDATE episode_rows SET body = ? WHERE config = ? AND episode = ?", text, config, episode
+        )
     (cache / "responses.sqlite").unlink()  # every answer computed again, so the audio is read
     for name in ("responses.sqlite-wal", "responses.sqlite-shm"):
         (cache / name).unlink(missing_ok=True)
