@@ -7,8 +7,8 @@ with their facets), so a rerun with the same cache costs them almost nothing, an
 like the model's (results.json `reference_models`: model -> task or group -> `<k>-shot` block, with CIs). A
 report shows them beside the model's scores without running anything itself.
 
-A reference model that studies episodes of another seed before answering (`Model.probe_episodes`, e.g.
-`shortcut`'s probe episodes) gets them from the run's episode source: synthesized once per configuration,
+A reference model that studies episodes of another seed before answering (`Model.probe_episodes`, e.g. a
+signal-blind baseline's probe episodes) gets them from the run's episode source: synthesized once per configuration,
 ahead, on a thread of their own with their own progress line, and kept in the episode store for every later
 run, whatever its model."""
 

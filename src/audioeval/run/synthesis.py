@@ -9,7 +9,7 @@ condition), once per process, and also compresses the new episode's audio for th
 process only renders and sends. `AUDIOEVAL_SYNTHESIS_WORKERS` sets the number of workers (0: synthesize on
 the run's feed thread; default: the cores this process may use, shared among the processes of a launch).
 
-Episodes of another seed (what a reference model studies before answering, e.g. `shortcut`'s probe episodes)
+Episodes of another seed (what a reference model studies before answering, e.g. a baseline's probe episodes)
 come the same way: `prefetch` synthesizes and stores them ahead on a thread of its own with a progress line,
 and `episodes(task, indices, seed)` then reads them from the store.
 """
