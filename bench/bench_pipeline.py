@@ -14,7 +14,9 @@ Every endpoint is the project's fake server in its own process (`python -m audio
   ceiling is the machine's: on two shared cores even the minimal client falls short of ideal at 128);
 - wall (process start to exit) against max(the endpoint's ideal time, the run's CPU seconds / cores), where the
   ideal time is requests x mean delay / in flight and CPU is the run's and its worker processes' (user +
-  system); CPU per request; start-up (process start to the first request at the server).
+  system; the workers of a multiprocessing forkserver are read from /proc, nobody waits for them); CPU per
+  request, and the run's own process alone over the generation span (no start-up, no synthesis workers);
+  start-up (process start to the first request at the server).
 
 Runs: `audioicl_bench` (the nine tasks, k = 0, 1, 3, 5) cold at the first concurrency, on an empty cache, then
 warm at every concurrency, each a model of another name (nothing of it cached) on the episodes synthesized by
