@@ -290,8 +290,10 @@ class EpisodeSource:
         with self._lock:
             done = self._prefetched.setdefault(key, threading.Event())
         try:
-            # one job at a time: the run's own episodes go first whenever they are waiting
-            for _ in self.episodes(task, list(range(count)), seed, ahead=1, wait=False, audio=False):
+            # one job per worker: the run's own episodes, a few more ahead, mostly go first, and whenever they
+            # are not wanted (the pipeline waits for these studies) every worker makes these
+            ahead = max(1, self.workers)
+            for _ in self.episodes(task, list(range(count)), seed, ahead=ahead, wait=False, audio=False):
                 progress(1)
         finally:
             done.set()
