@@ -6,6 +6,8 @@ import socket
 
 import pytest
 
+import audioeval
+from audioeval import Model, Response
 from audioeval.config.verdicts import OutOfRange, result_text, score_0_10, yes_no
 from audioeval.testing.fake_openai import FakeOpenAIServer, Fault, prompt_text
 from tests.conftest import latest_run, load_results, load_samples, run_cli
@@ -131,3 +133,29 @@ def test_judge_sampling_can_be_set_per_judge(toy_dir, tmp_path):
         assert code == 0, err
     body = server.requests[0]
     assert "temperature" not in body and body["reasoning_effort"] == "minimal"
+
+
+class _Rambler(Model):
+    """Answers episode 0 with more text than a judge prompt may hold, the others briefly."""
+
+    name = "rambler"
+
+    def generate(self, requests):
+        return [Response(text="high " + "x" * 1_100_000 if r.rid.episode == 0 else "high") for r in requests]
+
+
+@pytest.mark.slow
+def test_an_answer_too_long_for_its_judge_prompt_is_a_counted_judge_failure_not_a_stop(toy_dir):
+    with FakeOpenAIServer(reply=_judge_reply) as judge:
+        result = audioeval.evaluate(
+            tasks=["toy_tones_judged"], include_path=str(toy_dir), model=_Rambler(), limit=3, log_samples=True,
+            judge=["openai"], judge_args=[f"model=j,base_url={judge.base_url}"], no_progress=True, bootstrap_iters=0,
+        )  # fmt: skip
+    samples = result.samples["toy_tones_judged"]
+    for sample in samples:
+        verdicts = [v for role in sample.judgments.values() for v in role.values()]
+        if sample.episode == 0:
+            assert all(v["value"] is None and "went past a rendering bound" in v["error"] for v in verdicts)
+        else:
+            assert all(v["error"] is None for v in verdicts if v["value"] is not None) and verdicts
+    assert any("judge" in w for w in result.warnings)

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from audioeval.config.judge_roles import JudgeRole
-from audioeval.config.template_bounds import evaluate_bounded
+from audioeval.config.template_bounds import TemplateBoundError, evaluate_bounded
 from audioeval.config.templates import render_failure, template_view
 from audioeval.config.verdicts import OutOfRange
 from audioeval.errors import ConfigError, UsageError
@@ -69,6 +69,7 @@ class JudgePanel(Stage):
         self.roles_by_task = roles_by_task
         self.servers: dict[str, Server] = {}  # judge id -> its serving path (set by attach_cache)
         self.failed_verdicts: dict[str, int] = {}  # (sample, role) verdicts that failed, per judge
+        self._said_unjudged = False  # a sample whose prompt went past a bound was warned about
         self.out_of_range_verdicts: dict[str, int] = {}  # of those, failed by a number outside the scale
         # of those, failed although every judge reply arrived (no verdict in it, or one outside the scale): the
         # replies are cached, so a rerun reads the same verdicts
@@ -165,12 +166,18 @@ class JudgePanel(Stage):
             return out
         context = template_view(self._context(request, sample))  # clips as opaque handles
         plan: list[tuple[JudgeRole, bool]] = []  # (role, swapped) of every judge request, in order
-        for role in roles:
-            if self._applies(role, context):
-                plan += [(role, swapped) for swapped in ((False, True) if role.swap else (False,))]
+        try:
+            for role in roles:
+                if self._applies(role, context):
+                    plan += [(role, swapped) for swapped in ((False, True) if role.swap else (False,))]
+            rendered = [role.messages({**context, "swapped": swapped}) for role, swapped in plan]
+        except ConfigError as err:
+            if not isinstance(err.__cause__, TemplateBoundError):
+                raise  # the template itself is wrong: every sample would fail the same way
+            # this sample's own data (a huge answer) took the prompt past a bound: it goes unjudged, counted
+            return self._unjudged(roles, f"its judge prompt went past a rendering bound: {err.__cause__}")
         if not plan:
             return out
-        rendered = [role.messages({**context, "swapped": swapped}) for role, swapped in plan]
         asked = []
         for judge in self.judges:
             judge_requests = [
@@ -184,6 +191,19 @@ class JudgePanel(Stage):
             asked.append(self._replies(judge, judge_requests))
         for judge, replies in zip(self.judges, await asyncio.gather(*asked), strict=True):
             self._collect(judge, plan, replies, out)
+        return out
+
+    def _unjudged(self, roles: list[JudgeRole], reason: str) -> Judgments:
+        """Every role and judge of a sample that could not be put to its judges, failed with the reason."""
+        if not self._said_unjudged:
+            log.warning("a judged sample is not judged: %s (counted as a judge failure)", reason)
+            self._said_unjudged = True
+        out: Judgments = {}
+        for role in roles:
+            for judge in self.judges:
+                self.failed_verdicts[judge.judge_id] = self.failed_verdicts.get(judge.judge_id, 0) + 1
+                entry = {"value": None, "values": [None], "raw": [None], "error": reason, "out_of_range": False}
+                out.setdefault(role.name, {})[judge.judge_id] = entry
         return out
 
     async def _replies(self, judge: Judge, requests: list[Request]) -> list[tuple[str | None, str | None]]:
