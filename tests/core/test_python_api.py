@@ -312,3 +312,9 @@ def test_tasks_are_read_once_per_process_until_one_of_their_files_changes(tmp_pa
     yaml_file.write_text(yaml_file.read_text().replace("tone height", "tone pitch"))
     changed = TaskRegistry.discover([folder])
     assert changed is not first and changed.tasks["toy_tones"].description.startswith("tone pitch")
+
+
+def test_the_harness_cpu_per_sample_is_measured_for_the_run():
+    timing = audioeval.evaluate(model="chance", **TOY_RUN).record.timing
+    assert timing["harness_overhead_ms_per_sample"] > 0  # CPU outside generate() and synthesis, per sample
+    assert timing["tasks"]["toy_tones"]["harness_overhead_ms_per_sample"] is None  # tasks overlap: run only

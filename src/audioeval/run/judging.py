@@ -202,7 +202,13 @@ class JudgePanel(Stage):
         for role in roles:
             for judge in self.judges:
                 self.failed_verdicts[judge.judge_id] = self.failed_verdicts.get(judge.judge_id, 0) + 1
-                entry = {"value": None, "values": [None], "raw": [None], "error": reason, "out_of_range": False}
+                entry = {
+                    "value": None,
+                    "values": [None],
+                    "raw": [None],
+                    "error": reason,
+                    "out_of_range": False,
+                }
                 out.setdefault(role.name, {})[judge.judge_id] = entry
         return out
 

@@ -39,7 +39,7 @@ from audioeval.run.prepared import PreparedTask
 from audioeval.run.serving import Server
 from audioeval.run.stages import RunContext, Sample, Stage
 from audioeval.run.synthesis import EpisodeSource
-from audioeval.run.timing import TaskTiming
+from audioeval.run.timing import GENERATE_CPU, SYNTHESIS_CPU, TaskTiming
 from audioeval.types import Request, RequestId, Response
 
 log = logging.getLogger("audioeval")
@@ -125,6 +125,7 @@ class RunPipeline:
 
     async def run(self) -> None:
         started = time.perf_counter()
+        cpu = (time.process_time(), GENERATE_CPU.seconds, SYNTHESIS_CPU.seconds)
         busy_before = self._busy()
         self._main = asyncio.current_task()
         self._pending = asyncio.Semaphore(self.pending_limit)
@@ -156,6 +157,9 @@ class RunPipeline:
             feed.stop()
             await self._stop(scorer)
         self.timing.wall_s = self.timing.busy_s = time.perf_counter() - started
+        self.timing.cpu_s = time.process_time() - cpu[0]
+        self.timing.model_cpu_s = GENERATE_CPU.seconds - cpu[1]
+        self.timing.synthesis_cpu_s = SYNTHESIS_CPU.seconds - cpu[2]
         self._add_busy(self.timing, busy_before)
         # every episode made for the run: its tasks' and those the reference models studied
         self.timing.synthesis_s = self.source.synthesis_s

@@ -204,7 +204,8 @@ def builder_file(builder: Any) -> str:
 
 
 def timing_block(t: TaskTiming) -> dict[str, Any]:
-    overhead = max(0.0, t.busy_s - t.synthesis_s - t.generate_s - t.judge_s)
+    """The figures of a task, or of the run as a whole (which alone has the harness's CPU per sample)."""
+    harness = t.harness_cpu_s
     return {
         "wall_seconds": round(t.wall_s, 4),
         "samples": t.samples,
@@ -216,7 +217,9 @@ def timing_block(t: TaskTiming) -> dict[str, Any]:
         "generate_seconds": round(t.generate_s, 4),
         "judge_seconds": round(t.judge_s, 4),
         "asr_seconds": round(t.asr_s, 4),
-        "harness_overhead_ms_per_sample": round(1000 * overhead / t.samples, 4) if t.samples else None,
+        "harness_overhead_ms_per_sample": round(1000 * harness / t.samples, 4)
+        if harness is not None and t.samples
+        else None,
         "cached_responses": t.cached,
         "errors": t.errors,
     }

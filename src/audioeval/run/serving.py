@@ -20,6 +20,7 @@ from typing import Any
 from audioeval.models.base import Model, check_generated
 from audioeval.run.cache import CacheEntry, EntryKind, ResponseStore
 from audioeval.run.episode_store import audio_unread, read_audio
+from audioeval.run.timing import GENERATE_CPU
 from audioeval.types import Request, Response
 
 
@@ -121,11 +122,12 @@ class Server:
         n = len(requests)
         self.stats.requests += n
         self.stats.enter(n)
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.thread_time()
         try:
             produced = self.model.generate([r.for_backend() for r in requests])
         finally:
             self.stats.leave(n)
+            GENERATE_CPU.add(time.thread_time() - cpu)
         elapsed = time.perf_counter() - started
         produced = check_generated(self.model, produced, n)
         for response in produced:

@@ -36,6 +36,7 @@ from audioeval.augment.plan import Condition
 from audioeval.data.builders import EpisodeBuilder, make_builder
 from audioeval.run.episode_store import EncodedEpisode, EpisodeStore, encode_episode, episode_key
 from audioeval.run.prepared import PreparedTask
+from audioeval.run.timing import SYNTHESIS_CPU
 
 log = logging.getLogger("audioeval")
 
@@ -352,6 +353,16 @@ class EpisodeSource:
         return made
 
     def _here(
+        self, task: PreparedTask, index: int, seed: int | None, encode: bool, audio: bool = True
+    ) -> Made:
+        """An episode made on this process (no worker, or a worker died); its CPU is counted apart."""
+        cpu = time.thread_time()
+        try:
+            return self._make_here(task, index, seed, encode, audio)
+        finally:
+            SYNTHESIS_CPU.add(time.thread_time() - cpu)
+
+    def _make_here(
         self, task: PreparedTask, index: int, seed: int | None, encode: bool, audio: bool = True
     ) -> Made:
         if seed is None and task.preflight_episode is not None and task.preflight_episode[0] == index:

@@ -2,7 +2,24 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
+
+
+class CpuCounter:
+    """CPU seconds spent in one kind of work on this process, summed over the threads that do it."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._lock = threading.Lock()
+
+    def add(self, seconds: float) -> None:
+        with self._lock:
+            self.seconds += seconds
+
+
+GENERATE_CPU = CpuCounter()  # inside backends' own generate() calls (serving.py)
+SYNTHESIS_CPU = CpuCounter()  # episodes made on this process rather than in a worker (synthesis.py)
 
 
 @dataclass
@@ -16,6 +33,11 @@ class TaskTiming:
     generate_s: float = 0.0  # time with at least one model request in flight
     stage_s: dict[str, float] = field(default_factory=dict)  # the same for each stage: judge, asr
     audio_s: float = 0.0
+    # CPU seconds of this process over the run (the run as a whole only: its tasks overlap), and the parts of
+    # it that were a backend's own generate() calls or episodes synthesized here: the rest is the harness's
+    cpu_s: float = 0.0
+    model_cpu_s: float = 0.0
+    synthesis_cpu_s: float = 0.0
     samples: int = 0
     cached: int = 0
     errors: int = 0
@@ -27,6 +49,11 @@ class TaskTiming:
                     self.stage_s[stage] = self.stage_s.get(stage, 0.0) + seconds
             else:
                 setattr(self, name, getattr(self, name) + getattr(other, name))
+
+    @property
+    def harness_cpu_s(self) -> float | None:
+        """CPU the harness itself spent (None where not measured: a task's own block)."""
+        return max(0.0, self.cpu_s - self.model_cpu_s - self.synthesis_cpu_s) if self.cpu_s else None
 
     @property
     def judge_s(self) -> float:
