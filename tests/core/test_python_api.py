@@ -101,7 +101,9 @@ def _open_descriptors() -> set[tuple[str, str]]:
 
 
 def test_repeated_calls_give_identical_results_and_leave_nothing_behind():
+    before = set(threading.enumerate())
     first = audioeval.evaluate(model=PitchModel(), **TOY_RUN)  # warms up what stays for the process
+    assert {t.name for t in set(threading.enumerate()) - before} == set()  # no thread even after the first
     threads, descriptors = set(threading.enumerate()), _open_descriptors()
     for _ in range(5):
         again = audioeval.evaluate(model=PitchModel(), **TOY_RUN)
@@ -118,14 +120,18 @@ def test_repeated_calls_give_identical_results_and_leave_nothing_behind():
     )
 
 
-def test_a_model_object_is_not_cached_unless_asked(tmp_path):
-    """Weights change between calls: a model object's answers are not read back from the response cache."""
-    cache = tmp_path / "cache"
-    audioeval.evaluate(model=PitchModel(), cache_dir=cache, **TOY_RUN)
-    assert not (cache / "responses.sqlite").exists()
-    audioeval.evaluate(model=PitchModel(), cache_dir=cache, no_cache=False, **TOY_RUN)
-    again = audioeval.evaluate(model=PitchModel(), cache_dir=cache, no_cache=False, **TOY_RUN)
-    assert again.record.timing["cached_responses"] == 12
+def test_a_model_objects_answers_are_never_cached_but_its_episodes_are(tmp_path):
+    """Weights change between calls: a model object's answers are not read back from the response cache; the
+    episodes, which do not depend on the model, are kept for the next call."""
+    run = dict(
+        tasks=["audioicl_audio_count"], limit=2, num_fewshot=[0, 1], cache_dir=tmp_path, no_progress=True
+    )
+    first = audioeval.evaluate(model=PitchModel(), bootstrap_iters=0, **run)
+    again = audioeval.evaluate(model=PitchModel(), bootstrap_iters=0, **run)
+    assert again.record.timing["cached_responses"] == 0
+    assert (
+        first.record.timing["episodes_synthesized"] > 0 and again.record.timing["episodes_synthesized"] == 0
+    )
 
 
 @pytest.mark.parametrize(

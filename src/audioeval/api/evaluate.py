@@ -63,7 +63,7 @@ def evaluate(
     include_path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
     gen_kwargs: Flag = None,
     cache_dir: str | os.PathLike[str] | None = None,
-    no_cache: bool | None = None,
+    no_cache: bool = False,
     bootstrap_iters: int = DEFAULT_RESAMPLES,
     judge: str | Sequence[str] | None = None,
     judge_args: Flag | Sequence[Flag] = None,
@@ -79,10 +79,9 @@ def evaluate(
 
     Differences from the command line, all for use inside Python: lists are lists (`tasks=["a", "b"]`,
     `num_fewshot=[0, 1]`; the CLI's comma strings work too), argument maps are dicts
-    (`model_args={"pretrained": "..."}`; `"k=v,..."` strings work too); `model` may be a model object;
-    `no_cache` defaults to True for a model object (its weights change between calls, so its answers must not
-    be reused from the response cache; pass False, with an `identity` that changes with the weights, to cache)
-    and to False otherwise; `log_samples` without `output_path` keeps the samples in the result only;
+    (`model_args={"pretrained": "..."}`; `"k=v,..."` strings work too); `model` may be a model object, whose
+    answers are never cached (its weights may change between calls: episodes and verdicts still are);
+    `log_samples` without `output_path` keeps the samples in the result only;
     `verbosity` leaves the logging configuration alone unless given. Errors are `audioeval.AudioEvalError`s
     whose message names the flag of the same name."""
     if verbosity is not None:
@@ -120,6 +119,9 @@ def run(cfg: RunConfig) -> EvaluationResult:
     try:
         return conduct(cfg, init_topology(keep_group=True), finish)
     finally:
+        from audioeval.run.synthesis import close_worker_pool
+
+        close_worker_pool()  # a call leaves no thread or worker process behind (the next starts its own)
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
 
@@ -152,7 +154,7 @@ def run_config(
     include_path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None,
     gen_kwargs: Flag,
     cache_dir: str | os.PathLike[str] | None,
-    no_cache: bool | None,
+    no_cache: bool,
     bootstrap_iters: int,
     judge: str | Sequence[str] | None,
     judge_args: Flag | Sequence[Flag],
@@ -199,7 +201,7 @@ def run_config(
         include_path=[str(p) for p in _paths(include_path)],
         gen_kwargs=_kv(gen_kwargs, "--gen_kwargs"),
         cache_dir=None if cache_dir is None else str(cache_dir),
-        no_cache=_in_memory(instance, args) if no_cache is None else bool(no_cache),
+        no_cache=bool(no_cache),
         bootstrap_resamples=bootstrap_iters,
         judge=judges,
         judge_args=judge_maps or [{} for _ in judges],
@@ -317,13 +319,6 @@ def _adopt(model: Model, batch_size: int | None, seed: int) -> int:
     if not isinstance(getattr(model, "seed", None), int):
         model.seed = seed
     return model.batch_size
-
-
-def _in_memory(instance: Model | None, model_args: dict[str, Any]) -> bool:
-    """A model object, or backend arguments holding objects (an `hf` model already loaded): its weights may
-    change between calls, so its answers are not cached unless the caller asks."""
-    plain = (str, int, float, bool, type(None))
-    return instance is not None or not all(isinstance(v, plain) for v in model_args.values())
 
 
 def _model_name(model: Model) -> str:

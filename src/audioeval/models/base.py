@@ -79,6 +79,9 @@ class Model(ABC):
     #: its declaration (`Annotated[int, Arg(..., ge=1)]`); by default what every local backend reads
     gen_kwargs_spec: ClassVar[dict[str, Any]] = LOCAL_GEN_KWARGS
 
+    #: False: this backend's answers are never read from or written to the response cache (weights that may
+    #: change between runs: a model loaded in memory); a model given to `evaluate` as an object is never cached
+    cacheable: bool = True
     #: the --model_args the registry made this backend with (the default identity includes them)
     model_args: dict[str, Any] = {}
 

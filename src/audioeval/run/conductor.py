@@ -257,8 +257,10 @@ def _evaluate(
         stages = ([speech] if speech is not None else []) + stages
         settings = EvalSettings(log_samples=cfg.log_samples, show_progress=cfg.show_progress)
         source = EpisodeSource(episodes)
+        # a model whose weights may change between runs (given in memory) is never answered from the cache
+        answers = cache if model.cacheable and model is not cfg.model_instance else NoCache()
         evaluator = Evaluator(
-            plan.tasks, model, cache, topology, run_dir or Path("."), settings, stages, source
+            plan.tasks, model, answers, topology, run_dir or Path("."), settings, stages, source
         )
         # every rank reports its own failure, naming the task; rank 0 says which rank failed
         gathered = collectively(topology, evaluator.run, evaluator.failure)

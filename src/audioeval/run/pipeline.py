@@ -26,8 +26,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
-from tqdm.auto import tqdm
-
 from audioeval.results.outputs import SampleLog
 from audioeval.results.sample_record import Judgments as SampleJudgments
 from audioeval.results.sample_record import SampleRecord, SpokenBlock
@@ -36,6 +34,7 @@ from audioeval.results.scoring import Judgments, SampleToScore
 from audioeval.run.distributed import Topology
 from audioeval.run.feed import RunFeed, TaskDone
 from audioeval.run.prepared import PreparedTask
+from audioeval.run.progress import progress_bar
 from audioeval.run.serving import Server
 from audioeval.run.stages import RunContext, Sample, Stage
 from audioeval.run.synthesis import EpisodeSource
@@ -206,13 +205,12 @@ class RunPipeline:
         run.busy_before = self._busy()
         task = run.task
         total = len(task.indices) * len(task.shots)
-        run.bar = tqdm(
+        run.bar = progress_bar(
+            self.show_progress and self.topology.is_main,
             total=total,
             # what the user asked for: --limit episodes at each k of --num_fewshot
             desc=f"{task.name}: {total} requests ({len(task.indices)} episodes × {len(task.shots)} k)",
             unit="request",
-            disable=not (self.show_progress and self.topology.is_main),
-            dynamic_ncols=True,
         )
         if self.run_dir is not None:
             run.sample_log = SampleLog(self.run_dir, task.name, self.topology.rank)

@@ -18,8 +18,6 @@ import logging
 import threading
 from collections.abc import Sequence
 
-from tqdm.auto import tqdm
-
 from audioeval.config.registry import TaskRegistry
 from audioeval.errors import ConfigError
 from audioeval.models.base import Model
@@ -29,6 +27,7 @@ from audioeval.results.record import PerK
 from audioeval.results.score_rows import ScoreRow
 from audioeval.run.cache import ResponseStore
 from audioeval.run.prepared import PreparedTask
+from audioeval.run.progress import progress_bar
 from audioeval.run.serving import Server
 from audioeval.run.stages import RunContext, Sample, Stage
 
@@ -103,12 +102,11 @@ class ReferenceStage(Stage):
     def _study(self, studies: list[tuple[str, PreparedTask, int, int]], context: RunContext) -> None:
         names = ", ".join(dict.fromkeys(name for name, *_ in studies))
         total = sum(count for *_, count in studies)
-        bar = tqdm(
+        bar = progress_bar(
+            context.show_progress and context.topology.is_main,
             total=total,
             desc=f"reference studies ({names}): {total} probe episodes, {len(studies)} tasks",
             unit="episode",
-            disable=not (context.show_progress and context.topology.is_main),
-            dynamic_ncols=True,
         )
         try:
             for _name, task, seed, count in studies:

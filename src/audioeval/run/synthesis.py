@@ -189,7 +189,7 @@ _POOL_LOCK = threading.Lock()
 
 
 def worker_pool(workers: int) -> ProcessPoolExecutor:
-    """One pool per process, kept for later runs of the same process (the Python API, tests)."""
+    """One pool per process, kept until `close_worker_pool` (the end of an `evaluate` call) or the exit."""
     global _POOL, _POOL_SIZE
     with _POOL_LOCK:
         if _POOL is None or _POOL_SIZE != workers or getattr(_POOL, "_broken", False):
@@ -205,9 +205,13 @@ def worker_pool(workers: int) -> ProcessPoolExecutor:
 
 
 @atexit.register
-def _close_pool() -> None:
-    if _POOL is not None:
-        _POOL.shutdown(wait=True, cancel_futures=True)
+def close_worker_pool() -> None:
+    """Stop the synthesis workers and the threads that feed them; the next run starts them again."""
+    global _POOL
+    with _POOL_LOCK:
+        pool, _POOL = _POOL, None
+    if pool is not None:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 class SourceStopped(Exception):

@@ -228,6 +228,7 @@ class HFModel(Model):
         self._adopt_frontend()
         self.speech: SpeechOutput | None = None
         self.speaks = False
+        self.cacheable = False  # its weights are the caller's, and may change before the next run
         return model
 
     def _load(
