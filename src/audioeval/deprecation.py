@@ -59,7 +59,7 @@ MOVED_NAMES: dict[str, dict[str, str]] = {
     "audioeval.run": {
         "RunConfig": "audioeval.run.settings",
         "run_evaluation": "audioeval.run.conductor",
-        "default_cache_dir": "audioeval.run.conductor",
+        "default_cache_dir": "audioeval.run.settings",
         "check_judge_args": "audioeval.run.planning",
     },
     "audioeval.config": {

@@ -49,7 +49,7 @@ from audioeval.run.recording import (
     model_display_name,
 )
 from audioeval.run.reference_models import ReferenceStage, load_reference_models
-from audioeval.run.settings import RunConfig
+from audioeval.run.settings import RunConfig, cache_folder, default_cache_dir
 from audioeval.run.stages import Stage
 from audioeval.run.synthesis import EpisodeSource
 
@@ -75,20 +75,6 @@ class RunOutcome:
         if self.run_dir is not None:
             out["run_dir"] = str(self.run_dir)
         return {**out, "table": self.table, "resume_note": self.resume_note}
-
-
-def default_cache_dir() -> Path:
-    return Path(os.environ.get("AUDIOEVAL_CACHE", Path.home() / ".cache" / "audioeval"))
-
-
-def cache_folder(cfg: RunConfig) -> tuple[Path, str]:
-    """The response cache's folder and what chose it, for messages: --cache_dir, $AUDIOEVAL_CACHE or the
-    default."""
-    if cfg.cache_dir:
-        return Path(cfg.cache_dir).expanduser(), "--cache_dir"
-    if os.environ.get("AUDIOEVAL_CACHE"):
-        return default_cache_dir(), "$AUDIOEVAL_CACHE"
-    return default_cache_dir(), "the default cache folder (set --cache_dir or $AUDIOEVAL_CACHE to move it)"
 
 
 def check_cache_folders(cfg: RunConfig) -> None:

@@ -21,10 +21,11 @@ from audioeval.models.registry import get_model_class, use_backend_folders
 from audioeval.results.reports import Report, resolve_reports
 from audioeval.results.run_health import unjudged_warning
 from audioeval.run.conditions import clean_tasks, with_conditions
+from audioeval.run.episode_store import EpisodeStore, episode_key
 from audioeval.run.prepared import PreparedTask, preflight, prepare_tasks
 from audioeval.run.reference_models import check_reference_models
 from audioeval.run.requirements import check_installed, module_source
-from audioeval.run.settings import RunConfig
+from audioeval.run.settings import RunConfig, cache_folder
 
 log = logging.getLogger("audioeval")
 
@@ -74,7 +75,7 @@ def plan_run(cfg: RunConfig) -> RunPlan:
         gen_kwargs=cfg.gen_kwargs,
     )
     tasks = with_conditions(tasks, augment)
-    preflight(tasks, model_class, cfg.model_args)
+    preflight(tasks, model_class, cfg.model_args, stored_first_episodes(cfg, tasks))
     check_reference_models(clean_tasks(tasks))
     # the roles compiled when the tasks were discovered: the panel runs these very ones
     roles = (
@@ -86,6 +87,28 @@ def plan_run(cfg: RunConfig) -> RunPlan:
     if not cfg.judge and (warning := unjudged_warning(tasks)):
         log.warning(warning)
     return plan
+
+
+def stored_first_episodes(cfg: RunConfig, tasks: list[PreparedTask]) -> dict[str, dict[str, Any]]:
+    """The first episode of each task as the episode store keeps it: preflight renders it instead of
+    synthesizing it again (a warm run, a second model). Empty with --no_cache or a store that cannot be read."""
+    if cfg.no_cache:
+        return {}
+    path = cache_folder(cfg)[0] / "episodes.sqlite"
+    if not path.is_file():
+        return {}
+    store = EpisodeStore(path)
+    try:
+        found = {}
+        for task in tasks:
+            key = episode_key(task)
+            if key is not None and task.indices:
+                episode = store.get_many(key, task.indices[:1]).get(task.indices[0])
+                if episode is not None:
+                    found[task.name] = episode
+        return found
+    finally:
+        store.close()
 
 
 def check_judge_args(names: list[str], args: list[dict[str, Any]]) -> list[type[Model]]:

@@ -231,11 +231,15 @@ def _stored_episodes(
 
 
 def preflight(
-    tasks: list[PreparedTask], model_cls: type[Model], model_args: dict[str, Any] | None = None
+    tasks: list[PreparedTask],
+    model_cls: type[Model],
+    model_args: dict[str, Any] | None = None,
+    stored: dict[str, dict[str, Any]] | None = None,
 ) -> None:
     """Render episode 0 of every task at every k: template errors, clip mismatches, missing label spaces,
     generation settings the model does not take and tasks the model has no method for all surface here,
-    before the model is loaded."""
+    before the model is loaded. `stored`: task -> its first episode read from the episode store (not made
+    again)."""
     for task in tasks:
         model_cls.check_task(task.config.name, task.config.builder_config)
         if task.config.generation_kwargs:
@@ -244,7 +248,7 @@ def preflight(
             )
         if not task.indices:
             raise ConfigError(f"{task.config.path}: the builder produced no episodes.")
-        episode = task.episode(task.indices[0])
+        episode = (stored or {}).get(task.name) or task.episode(task.indices[0])
         task.preflight_episode = (task.indices[0], episode)
         available = len(episode.get("demos") or [])
         too_many = [k for k in task.shots if k > available]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from audioeval.results.stats import DEFAULT_RESAMPLES
@@ -41,3 +43,17 @@ class RunConfig:
     spoken_text: str = "asr"  # --spoken_text: the text of a spoken answer that is scored (asr | transcript)
     # said (as warnings) once every argument and task is checked, e.g. that no --model was given
     notices: list[str] = field(default_factory=list)
+
+
+def default_cache_dir() -> Path:
+    return Path(os.environ.get("AUDIOEVAL_CACHE", Path.home() / ".cache" / "audioeval"))
+
+
+def cache_folder(cfg: RunConfig) -> tuple[Path, str]:
+    """The response cache's folder (the episode store sits beside it) and what chose it, for messages:
+    --cache_dir, $AUDIOEVAL_CACHE or the default."""
+    if cfg.cache_dir:
+        return Path(cfg.cache_dir).expanduser(), "--cache_dir"
+    if os.environ.get("AUDIOEVAL_CACHE"):
+        return default_cache_dir(), "$AUDIOEVAL_CACHE"
+    return default_cache_dir(), "the default cache folder (set --cache_dir or $AUDIOEVAL_CACHE to move it)"

@@ -144,3 +144,20 @@ def test_a_damaged_or_edited_row_is_synthesized_again_with_one_warning(tmp_path,
         assert again["timing"]["episodes_synthesized"] == 1  # that row alone
     assert again["results"] == first["results"]
     assert samples(tmp_path, "again") == samples(tmp_path, "first")
+
+
+@pytest.mark.slow
+def test_a_warm_run_synthesizes_not_even_the_episode_preflight_renders(tmp_path, monkeypatch):
+    from audioeval.run.prepared import PreparedTask
+
+    monkeypatch.setenv("AUDIOEVAL_SYNTHESIS_WORKERS", "0")  # every episode made here, where it is counted
+    cache = str(tmp_path / "cache")
+    evaluate(tmp_path, "cold", limit="2", cache_dir=cache)
+    made = []
+    original = PreparedTask.episode
+    monkeypatch.setattr(
+        PreparedTask, "episode", lambda self, i: made.append((self.name, i)) or original(self, i)
+    )
+    evaluate(tmp_path, "warm", limit="2", model="chance", cache_dir=cache)
+    assert made == []  # preflight's first episodes came from the store too
+    assert samples(tmp_path, "warm") and all(row["response"] for row in samples(tmp_path, "warm"))
