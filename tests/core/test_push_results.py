@@ -126,10 +126,12 @@ def test_eval_results_carry_the_hubs_documented_fields(toy_run, tmp_path):
             "name": "audioeval run details",
         }
         assert entry["date"].startswith(results["date"][:19]) and entry["date"].endswith("+00:00")
-    assert by_id["toy-accuracy-1-shot"]["value"] == round(results["groups"]["toy"]["1-shot"]["accuracy"], 6)
-    assert by_id["toy_tones-accuracy-3-shot"]["value"] == round(
-        results["results"]["toy_tones"]["3-shot"]["accuracy"], 6
-    )
+    # every value exactly as results.json has it (no rounding)
+    assert by_id["toy-accuracy-1-shot"]["value"] == results["groups"]["toy"]["1-shot"]["accuracy"]
+    for name, k in ((n, k) for n in names for k in shots):
+        section = results["groups"] if name == "toy" else results["results"]
+        assert by_id[f"{name}-accuracy-{k}"]["value"] == section[name][k]["accuracy"]
+    assert any(e["value"] != round(e["value"], 6) for e in entries)  # thirds of 3 episodes: more than 6 digits
     assert "accuracy of group toy at 1-shot" in by_id["toy-accuracy-1-shot"]["notes"]
     parsed = parse_eval_result_entries(entries)  # huggingface_hub reads them back
     assert {(p.dataset_id, p.task_id) for p in parsed} == {(BENCH_REPO, t) for t in by_id}

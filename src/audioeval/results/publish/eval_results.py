@@ -46,7 +46,7 @@ class Headline:
     kind: str  # group, pooled or task
     metric: str
     shots: str  # `3-shot`, or a pooled setting such as `few-shot`
-    value: float
+    value: float | None  # None where nothing could be scored (no judge, every request failed)
     n: int  # the samples (or pooled items) behind the value
 
     @property
@@ -60,7 +60,13 @@ def _metric_names(block: ShotBlock) -> list[str]:
 
 
 def headline_numbers(record: RunRecord) -> list[Headline]:
-    """Group aggregates and pooled cells (every metric), then each task's main metric, per k."""
+    """The headline numbers the run measured: what `.eval_results/` publishes."""
+    return [h for h in headline_slots(record) if h.value is not None]
+
+
+def headline_slots(record: RunRecord) -> list[Headline]:
+    """Group aggregates and pooled cells (every metric), then each task's main metric, per k, measured or not:
+    the numbers a run of these tasks reports, and so the leaderboard ids a benchmark's `eval.yaml` declares."""
     members = group_members(record)
     out: list[Headline] = []
     sections = [
@@ -77,9 +83,7 @@ def headline_numbers(record: RunRecord) -> list[Headline]:
             for shots, block in per_k.items():
                 metrics = _metric_names(block)  # a task's main metric is its first, as in the run's table
                 for metric in metrics[:1] if kind == "task" else metrics:
-                    value = block.value(metric)  # None where nothing could be scored
-                    if value is not None:
-                        out.append(Headline(benchmark, name, kind, metric, shots, value, block.n))
+                    out.append(Headline(benchmark, name, kind, metric, shots, block.value(metric), block.n))
     return out
 
 
@@ -170,7 +174,7 @@ def entries(
         out.append(
             {
                 "dataset": dataset,
-                "value": round(h.value, 6),
+                "value": h.value,  # as results.json has it: YAML writes a float's shortest exact form
                 "date": iso_date(record.date),
                 "source": {"url": source_url, "name": "audioeval run details"},
                 "notes": _notes(h, record),
