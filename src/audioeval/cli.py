@@ -293,7 +293,11 @@ def main(argv: list[str] | None = None) -> int:
             from audioeval.data.hub import cmd_build, cmd_push
 
             setup_logging("DEBUG" if debug else "INFO")
-            return cmd_build(argv[1:]) if argv[0] == "build" else cmd_push(argv[1:])
+            if argv[0] == "push":
+                return cmd_push(argv[1:])
+            from audioeval.api.leaderboard import leaderboard_tasks
+
+            return cmd_build(argv[1:], leaderboard=leaderboard_tasks)
         if argv and argv[0] == "push-results":
             from audioeval.results.publish.cli import cmd_push_results
 

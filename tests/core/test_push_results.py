@@ -131,7 +131,8 @@ def test_eval_results_carry_the_hubs_documented_fields(toy_run, tmp_path):
     for name, k in ((n, k) for n in names for k in shots):
         section = results["groups"] if name == "toy" else results["results"]
         assert by_id[f"{name}-accuracy-{k}"]["value"] == section[name][k]["accuracy"]
-    assert any(e["value"] != round(e["value"], 6) for e in entries)  # thirds of 3 episodes: more than 6 digits
+    # thirds of 3 episodes: values with more than 6 digits, which a rounded entry would not equal
+    assert any(e["value"] != round(e["value"], 6) for e in entries)
     assert "accuracy of group toy at 1-shot" in by_id["toy-accuracy-1-shot"]["notes"]
     parsed = parse_eval_result_entries(entries)  # huggingface_hub reads them back
     assert {(p.dataset_id, p.task_id) for p in parsed} == {(BENCH_REPO, t) for t in by_id}

@@ -1,9 +1,10 @@
 """`audioeval build` (datasets to a Hub-layout folder) and `audioeval push` (that folder to the Hub).
 
-The folder holds one sub-folder of parquet shards per builder config and a README.md dataset card whose
+The folder holds one sub-folder of parquet shards per builder config, a README.md dataset card whose
 YAML header lists the configs, so `datasets.load_dataset(DIR, "<config>")` reads it offline and the Hub
-shows the same configs after a push. The build writes into a temporary folder and renames it on success:
-a failed or interrupted build leaves nothing half-written at the destination.
+shows the same configs after a push, and an eval.yaml declaring the benchmark's leaderboards on the Hub.
+The build writes into a temporary folder and renames it on success: a failed or interrupted build leaves
+nothing half-written at the destination.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from audioeval.config.fields import Arg, FieldProblem, check_values, description
 from audioeval.data.builders import builder_config_names, builder_names, load_builder_class, make_builder
 from audioeval.data.card import GENERATION_FLAGS, Build, ConfigStats, card_text, public_parameters, read_card
 from audioeval.data.destination import fresh_destination, interrupt_on_terminate, make_staging
-from audioeval.errors import UsageError, unknown_name_message
+from audioeval.data.eval_yaml import EVAL_YAML, LeaderboardProbe, eval_yaml_text
+from audioeval.errors import AudioEvalError, UsageError, unknown_name_message
 from audioeval.kvargs import FlagParser, parse_kv
 from audioeval.redact import register_secret
 
@@ -58,6 +60,13 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(f"--{flag}", type=int, help=f"{description(declared)}: {takes(declared)}")
     p.add_argument("--builder_args", default="", help="other builder arguments: key=value,...")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
+    p.add_argument(
+        "--include_path",
+        action="append",
+        default=[],
+        help="extra folder of task YAML files, as for a run: the tasks that read this builder besides the shipped "
+        "ones (a builder .py file has only these); eval.yaml declares their leaderboards",
+    )
     from audioeval.augment.arguments import add_augment_arguments
 
     add_augment_arguments(
@@ -191,7 +200,9 @@ def _approx_bytes(obj: Any) -> int:
     return 8
 
 
-def cmd_build(argv: list[str]) -> int:
+def cmd_build(argv: list[str], leaderboard: LeaderboardProbe | None = None) -> int:
+    """`audioeval build`; with `leaderboard`, the folder also gets the eval.yaml declaring the leaderboard tasks
+    the probe finds (the command line passes the one that runs the benchmark's tasks on the staged folder)."""
     args = build_parser().parse_args(argv)
     given = {k: getattr(args, k) for k in BUILD_NUMBERS if getattr(args, k) is not None}
     _check_numbers(given, "--{key} {words}.")
@@ -202,6 +213,9 @@ def cmd_build(argv: list[str]) -> int:
     for key in ("n_episodes", "max_shots", "seed"):
         if getattr(args, key) is not None:
             kwargs[key] = getattr(args, key)
+    for folder in args.include_path:
+        if not Path(folder).is_dir():
+            raise UsageError(f"--include_path {folder}: not a folder of task YAML files.")
     destination = _destination(args)
     builders = _checked_builders(args, cls, configs, kwargs)
     plan = parse_augment(args.augment, args.augment_target)
@@ -213,12 +227,14 @@ def cmd_build(argv: list[str]) -> int:
     if plan is not None:  # degraded copies: which conditions the <config>@<condition> configs hold
         generation["augment"] = plan.record()
     _say_estimate(args.benchmark, builders, destination)
-    stats = _write_folder(args, cls, builders, generation, destination)
+    stats, leaderboards = _write_folder(args, cls, builders, generation, destination, leaderboard)
     written = sum(s.download_size or 0 for s in stats.values())
     print(
         f"wrote {sum(s.num_examples for s in stats.values())} rows in {len(stats)} config(s) "
         f"({_size(written)}) to {destination} in {time.perf_counter() - started:.1f}s"
     )
+    if leaderboards:
+        print(leaderboards)
     print(_loading_hint(destination, next(iter(stats))))
     return 0
 
@@ -354,20 +370,23 @@ def _write_folder(
     builders: dict[str, Any],
     generation: dict[str, Any],
     destination: Path,
-) -> dict[str, ConfigStats]:
-    """Every config's shards and the card, written into a staging folder renamed to `destination` on success:
-    a failed or interrupted (Ctrl-C, SIGTERM) build leaves nothing half-written there."""
+    leaderboard: LeaderboardProbe | None,
+) -> tuple[dict[str, ConfigStats], str]:
+    """Every config's shards, the card and the eval.yaml, written into a staging folder renamed to `destination`
+    on success: a failed or interrupted (Ctrl-C, SIGTERM) build leaves nothing half-written there. Also what the
+    eval.yaml step has to say."""
     with interrupt_on_terminate():
         staging = make_staging("--output_dir", destination, "building")
         try:
-            stats = _write_staging(args, cls, builders, generation, staging)
+            stats, build = _write_staging(args, cls, builders, generation, staging)
+            said = _write_eval_yaml(staging, args, build, leaderboard) if leaderboard else ""
             if destination.exists():
                 shutil.rmtree(destination)
             staging.rename(destination)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
-    return stats
+    return stats, said
 
 
 def _write_staging(
@@ -376,25 +395,52 @@ def _write_staging(
     builders: dict[str, Any],
     generation: dict[str, Any],
     staging: Path,
-) -> dict[str, ConfigStats]:
-    """Every config's shards and the dataset card, into `staging`."""
+) -> tuple[dict[str, ConfigStats], Build]:
+    """Every config's shards and the dataset card, into `staging`; also what the card says."""
     benchmark = Path(args.benchmark).stem
     stats = {c: _write_config(b, staging / c) for c, b in builders.items()}
     augment = (args.augment, args.augment_target) if args.augment else None
     base_configs = list(dict.fromkeys(c.split(CONDITION_SEPARATOR)[0] for c in builders))
-    card = card_text(
-        Build(
-            benchmark,
-            getattr(cls, "ABOUT", None),
-            (cls.__doc__ or "").strip(),
-            stats,
-            generation,
-            library_versions(),
-            build_command(benchmark, base_configs, generation, augment),
-        )
+    build = Build(
+        benchmark,
+        getattr(cls, "ABOUT", None),
+        (cls.__doc__ or "").strip(),
+        stats,
+        generation,
+        library_versions(),
+        build_command(benchmark, base_configs, generation, augment),
     )
-    (staging / "README.md").write_text(card, encoding="utf-8")
-    return stats
+    (staging / "README.md").write_text(card_text(build), encoding="utf-8")
+    return stats, build
+
+
+def _write_eval_yaml(
+    staging: Path, args: argparse.Namespace, build: Build, leaderboard: LeaderboardProbe
+) -> str:
+    """The eval.yaml declaring the leaderboard tasks a run of the benchmark's tasks on the staged folder reports
+    (see data/eval_yaml.py), and the line saying so; a folder no such run can read gets none, with a warning
+    saying why."""
+    configs = [c for c in build.stats if CONDITION_SEPARATOR not in c]
+    try:
+        tasks = leaderboard(staging, args.benchmark, configs, args.include_path)
+    except AudioEvalError as err:
+        log.warning(
+            "no %s written (it declares the Hub leaderboards of the benchmark): a run of %s's tasks on this "
+            "folder stops with: %s", EVAL_YAML, build.benchmark, err,
+        )  # fmt: skip
+        return ""
+    if not tasks:
+        log.warning(
+            "no %s written (it declares the Hub leaderboards of the benchmark): no task reads %s; pass "
+            "--include_path with the folder of the task YAML files that do",
+            EVAL_YAML, build.benchmark,
+        )  # fmt: skip
+        return ""
+    name = build.about.pretty_name if build.about else build.benchmark
+    description = build.about.summary if build.about else build.description
+    splits = {c: s.split for c, s in build.stats.items()}
+    (staging / EVAL_YAML).write_text(eval_yaml_text(name, description, tasks, splits), encoding="utf-8")
+    return f"{EVAL_YAML}: {len(tasks)} leaderboard task(s), one per number `audioeval push-results` publishes"
 
 
 def _accepts(cls: Any, key: str) -> bool:
@@ -433,8 +479,15 @@ def cmd_push(argv: list[str]) -> int:
             commit_message=args.commit_message,
         )
     except Exception as err:  # noqa: BLE001 - report hub failures without a traceback
+        refused = EVAL_YAML in str(err) and (folder / EVAL_YAML).is_file()
+        what_to_do = (
+            f"; the Hub validates {EVAL_YAML} (the benchmark's leaderboards) at push time: remove "
+            f"{folder / EVAL_YAML} to push the data without leaderboards (docs/hub_results.md)"
+            if refused
+            else ""
+        )
         raise UsageError(
-            f"audioeval push: upload to {args.repo_id} failed: {type(err).__name__}: {err}"
+            f"audioeval push: upload to {args.repo_id} failed: {type(err).__name__}: {err}{what_to_do}"
         ) from err
     print(f"pushed {folder} to https://huggingface.co/datasets/{args.repo_id} ({getattr(info, 'oid', '')})")
     return 0
