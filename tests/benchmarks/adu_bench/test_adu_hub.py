@@ -7,6 +7,7 @@ from pathlib import Path
 import datasets
 import numpy as np
 import pytest
+import yaml
 
 from audioeval.benchmarks.adu_bench.episodes import VARIATION_COLUMNS, row_to_episode
 from audioeval.cli import main
@@ -36,3 +37,10 @@ def test_build_then_load_dataset_round_trip(tmp_path: Path, capsys):
             assert a.sampling_rate == b.sampling_rate and np.array_equal(a.samples, b.samples)
     ambiguity = datasets.load_dataset(str(out), "ambiguity", split="test", cache_dir=str(hf_cache))
     assert ambiguity[0]["contour"] in ("rising", "falling") and ambiguity[0]["ambiguity"] == "intonation"
+    # the leaderboards: the first judge's score (Table 2's Average and each dataset's), although the probe run
+    # that finds them has no judge; a run's per-judge columns (score@<judge id>) have ids no build can know
+    tasks = yaml.safe_load((out / "eval.yaml").read_text())["tasks"]
+    datasets_ = ("general", "skill", "multilingual", "ambiguity")
+    assert tasks == [{"id": "adu_bench-score-0-shot"}] + [
+        {"id": f"adu_{d}-score-0-shot", "config": d, "split": "test"} for d in datasets_
+    ]

@@ -172,6 +172,36 @@ def test_build_and_load_dataset_round_trip(tmp_path):
     assert len(_decoded(first["audio"])) > 8000
 
 
+def test_the_build_declares_every_leaderboard_id_a_run_publishes(tmp_path):
+    """eval.yaml lists what `push-results` publishes for an ALICE run: the stages' aggregates per metric and
+    k, Table 2's pooled cells, each task's main metric per k (judged ones included)."""
+    import yaml
+
+    out = tmp_path / "hub"
+    assert main(["build", "alice", "--output_dir", str(out), "--n_episodes", "2"]) == 0
+    data = yaml.safe_load((out / "eval.yaml").read_text())
+    assert data["name"] == "ALICE episodes (audioeval)" and data["evaluation_framework"] == "audioeval"
+    ids = {t["id"] for t in data["tasks"]}
+    assert {
+        "alice-format_loose-8-shot",
+        "alice_stage1_b-format_strict-few-shot",
+        "alice_stage2-format_strict_json_format-one-shot",
+        "alice_s1_asr_cot-wer-0-shot",
+        "alice_s3_gr_ceq-format_strict-1-shot",
+    } <= ids
+    assert "alice_s2_ser_ceq-format_strict-0-shot" not in ids  # stage 2 starts at k = 1
+    assert {"config": "asr_cot", "split": "test"}.items() <= next(
+        t for t in data["tasks"] if t["id"] == "alice_s1_asr_cot-wer-0-shot"
+    ).items()
+    run = _run(tmp_path, "--tasks", "alice", "--model", "chance", "--limit", "1")
+    dry = tmp_path / "dry"
+    push = ["push-results", str(run), "--repo_id", "o/r", "--model_repo", "o/m"]
+    assert main([*push, "--benchmark_repo", "o/alice", "--dry_run", str(dry)]) == 0
+    (eval_file,) = (dry / "model/.eval_results").iterdir()
+    published = [e["dataset"]["task_id"] for e in yaml.safe_load(eval_file.read_text())]
+    assert len(published) > 100 and [t for t in published if t not in ids] == []
+
+
 def test_build_rejects_unknown_builder_arguments(tmp_path):
     code = main(["build", "alice", "--output_dir", str(tmp_path / "x"), "--builder_args", "n_items=3"])
     assert code == 2
