@@ -35,7 +35,7 @@ def leaderboard_tasks(
     """The leaderboard tasks of the benchmark built in `folder` (`benchmark`: a builder's name or the path of
     its .py file) from the tasks that read it, shipped or in the `include` folders; [] when there are none.
     Raises the run's AudioEvalError when the folder cannot be evaluated with the tasks' defaults."""
-    from audioeval.api.evaluate import evaluate
+    from audioeval.api.evaluate import run, run_config
     from audioeval.results.publish.eval_results import headline_slots
 
     registry = TaskRegistry.discover(include)
@@ -47,11 +47,16 @@ def leaderboard_tasks(
     groups = [g for g in registry.groups if set(registry.leaf_tasks(g)) <= set(tasks)]
     if not tasks:
         return []
+    cfg = run_config(
+        tasks=groups + tasks, model=_Silent(), model_args=None, num_fewshot=None,
+        task_args={"dataset": str(folder)}, limit=1, batch_size=None, seed=0, output_path=None,
+        log_samples=False, include_path=include, gen_kwargs=None, cache_dir=None, no_cache=True,
+        bootstrap_iters=0, judge=None, judge_args=None, asr=None, asr_args=None, spoken_text="asr",
+        augment=None, augment_target=None, no_progress=True,
+    )  # fmt: skip
+    cfg.reference_models = False  # a benchmark's baselines report no number of the run's own
     with _quiet():
-        record = evaluate(
-            tasks=groups + tasks, model=_Silent(), limit=1, task_args={"dataset": str(folder)},
-            include_path=include, no_cache=True, bootstrap_iters=0, no_progress=True,
-        ).record  # fmt: skip
+        record = run(cfg).record
     out: dict[str, LeaderboardTask] = {}
     for h in headline_slots(record):
         if h.benchmark == Path(benchmark).stem and h.task_id not in out:

@@ -227,7 +227,7 @@ def _evaluate(
         )
         references = collectively(
             topology,
-            partial(load_reference_models, plan.clean_tasks, cfg.model, cfg.seed),
+            partial(load_reference_models, plan.reference_tasks(cfg), cfg.model, cfg.seed),
             "while loading the reference models",
             gather=False,
         )

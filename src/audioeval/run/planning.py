@@ -46,6 +46,11 @@ class RunPlan:
         """The tasks as the benchmark defines them: what reports and reference models see."""
         return clean_tasks(self.tasks)
 
+    def reference_tasks(self, cfg: RunConfig) -> list[PreparedTask]:
+        """The tasks whose reference models are served beside the model: the clean ones, none when the run is
+        asked to go without (`RunConfig.reference_models`)."""
+        return self.clean_tasks if cfg.reference_models else []
+
 
 def plan_run(cfg: RunConfig) -> RunPlan:
     use_backend_folders(cfg.include_path)

@@ -113,7 +113,7 @@ def aggregate_sections(
     sections.pooled = aggregate_pooled(registry, groups, rows, n, seed)
     own = (sections.results, sections.groups)
     sections.reference_models = reference_sections(
-        plan.clean_tasks, registry, groups, cfg.model, references, own, n, seed
+        plan.reference_tasks(cfg), registry, groups, cfg.model, references, own, n, seed
     )
     return sections
 

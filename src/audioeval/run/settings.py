@@ -41,6 +41,9 @@ class RunConfig:
     asr: str | None = None  # --asr: the ASR of spoken answers (default: pocketsphinx when the model speaks)
     asr_args: dict[str, Any] = field(default_factory=dict)
     spoken_text: str = "asr"  # --spoken_text: the text of a spoken answer that is scored (asr | transcript)
+    # serve the reference models the tasks name beside the model (off: a probe run that needs only the names of
+    # the numbers a run reports, as `audioeval build` makes for eval.yaml)
+    reference_models: bool = True
     # said (as warnings) once every argument and task is checked, e.g. that no --model was given
     notices: list[str] = field(default_factory=list)
 
