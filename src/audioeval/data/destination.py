@@ -118,6 +118,23 @@ def interrupt_on_terminate() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+@contextmanager
+def written_through_staging(flag: str, destination: Path, purpose: str) -> Iterator[Path]:
+    """A staging folder beside `destination` for the caller to fill. On success it becomes `destination` (one
+    there already is replaced); on a failure or an interrupt (Ctrl-C, SIGTERM) it is removed: nothing
+    half-written is ever left at `destination`."""
+    with interrupt_on_terminate():
+        staging = make_staging(flag, destination, purpose)
+        try:
+            yield staging
+            if destination.exists():
+                shutil.rmtree(destination)
+            staging.rename(destination)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+
+
 def nearest_existing(path: Path) -> Path:
     """`path` itself when it exists, else its nearest existing parent."""
     path = Path(path).absolute()

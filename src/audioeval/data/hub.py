@@ -25,7 +25,7 @@ from audioeval.augment.plan import CONDITION_SEPARATOR, parse_augment
 from audioeval.config.fields import Arg, FieldProblem, check_values, description, takes
 from audioeval.data.builders import builder_config_names, builder_names, load_builder_class, make_builder
 from audioeval.data.card import GENERATION_FLAGS, Build, ConfigStats, card_text, public_parameters, read_card
-from audioeval.data.destination import fresh_destination, interrupt_on_terminate, make_staging
+from audioeval.data.destination import fresh_destination, written_through_staging
 from audioeval.data.eval_yaml import EVAL_YAML, LeaderboardProbe, eval_yaml_text
 from audioeval.errors import AudioEvalError, UsageError, unknown_name_message
 from audioeval.kvargs import FlagParser, parse_kv
@@ -375,17 +375,9 @@ def _write_folder(
     """Every config's shards, the card and the eval.yaml, written into a staging folder renamed to `destination`
     on success: a failed or interrupted (Ctrl-C, SIGTERM) build leaves nothing half-written there. Also what the
     eval.yaml step has to say."""
-    with interrupt_on_terminate():
-        staging = make_staging("--output_dir", destination, "building")
-        try:
-            stats, build = _write_staging(args, cls, builders, generation, staging)
-            said = _write_eval_yaml(staging, args, build, leaderboard) if leaderboard else ""
-            if destination.exists():
-                shutil.rmtree(destination)
-            staging.rename(destination)
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
+    with written_through_staging("--output_dir", destination, "building") as staging:
+        stats, build = _write_staging(args, cls, builders, generation, staging)
+        said = _write_eval_yaml(staging, args, build, leaderboard) if leaderboard else ""
     return stats, said
 
 

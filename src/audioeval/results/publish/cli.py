@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 import logging
-import shutil
 import tempfile
 from pathlib import Path
 
-from audioeval.data.destination import fresh_destination, make_staging
+from audioeval.data.destination import fresh_destination, written_through_staging
 from audioeval.errors import UsageError
 from audioeval.kvargs import FlagParser
 from audioeval.results.publish.eval_results import FLAG, BenchmarkRepo, is_repo_id, resolve_benchmark_repos
@@ -100,15 +99,8 @@ def _dry_run(
     run: RunFolder, destination: Path, args: argparse.Namespace, benchmarks: dict[str, BenchmarkRepo]
 ) -> Staged:
     """The files staged beside `destination` and renamed into place: a failure leaves nothing there."""
-    staging = make_staging("--dry_run", destination, "push-results")
-    try:
+    with written_through_staging("--dry_run", destination, "push-results") as staging:
         staged = stage(run, staging, args.repo_id, args.model_repo, benchmarks)
-        if destination.exists():
-            shutil.rmtree(destination)
-        staging.rename(destination)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     staged.root = destination
     return staged
 
