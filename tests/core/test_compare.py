@@ -142,6 +142,12 @@ def test_csv_markdown_and_terminal_output_parse(runs, tmp_path):
     code, out, _ = _compare(*base, "--format", "markdown")
     table = [line for line in out.splitlines() if line.startswith("|")]
     assert code == 0 and len({line.count("|") for line in table}) == 1 and len(table) == len(rows) + 2
+    # one unit with the run's own tables: an accuracy in %, its difference in percentage points; csv: fractions
+    first = next(r for r in rows if r["baseline"] == "False" and r["metric"] == "accuracy")
+    shown = f"{100 * float(first['value']):.1f}%"
+    line = next(line for line in table if f"| {first['run']} |" in line and shown in line)
+    assert f"{100 * float(first['difference']):+.1f} [" in line and "] pp" in line
+    assert "in %, their differences in percentage points" in out
     plot = tmp_path / "scaling.png"
     code, out, _ = _compare(*base, "--plot", str(plot), "--output", str(tmp_path / "table.txt"))
     assert code == 0 and out == "" and plot.read_bytes()[:4] == b"\x89PNG"

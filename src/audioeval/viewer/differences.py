@@ -20,6 +20,7 @@ def paired_differences(runs: list[RunFolder]) -> dict[str, Any] | None:
     from audioeval.config.registry import TaskRegistry
     from audioeval.results.compare.comparison import compare
     from audioeval.results.compare.pairing import plan
+    from audioeval.results.compare.render import is_percent
     from audioeval.results.compare.runs import load_runs
 
     try:
@@ -41,6 +42,7 @@ def paired_differences(runs: list[RunFolder]) -> dict[str, Any] | None:
             "setting": row.setting,
             "metric": row.metric,
             "lower_is_better": row.lower_is_better,
+            "percent": is_percent(row),  # a proportion: its differences in percentage points, as the tables
             "differences": [None if d is None else _difference(d) for d in row.differences],
         }
         for row in comparison.rows

@@ -4,8 +4,9 @@ Terminal, markdown and csv list one line per row and run: its value with the 95%
 every run but the baseline the difference with its 95% CI, the test, the p-value and its Holm-adjusted value,
 the pairs and the failed pairs. LaTeX lays the same numbers out as the papers do: one row per run (model), one
 column per task or group and k, the best value of each column in bold, a dagger on a value that differs
-significantly from the baseline's (Holm-adjusted p < 0.05). Values are as results.json reports them
-(fractions for accuracies and rates)."""
+significantly from the baseline's (Holm-adjusted p < 0.05). Terminal, markdown and LaTeX show proportions
+(accuracy, rates) in % and their differences in percentage points, as the run's own tables do
+(results/units.py); csv and json keep the fractions results.json holds."""
 
 from __future__ import annotations
 
@@ -16,8 +17,10 @@ import math
 
 from audioeval.results.compare.comparison import Comparison, Difference, Row, RunValue
 from audioeval.results.compare.paper import PaperColumn, PaperTable, latex_escape, latex_table
+from audioeval.results.units import is_proportion
 
-UNITS = "values as results.json reports them (fractions for accuracies and rates)"
+UNITS = "proportions (accuracy, rates) in %, their differences in percentage points; other scores in their own unit"
+MACHINE_UNITS = "csv and json keep the fractions results.json holds"
 CSV_COLUMNS = [
     "kind", "name", "setting", "metric", "lower_is_better", "run", "folder", "baseline", "value", "ci95_low",
     "ci95_high", "n", "difference", "difference_ci95_low", "difference_ci95_high", "test", "p", "p_holm",
@@ -25,14 +28,25 @@ CSV_COLUMNS = [
 ]  # fmt: skip
 
 
-def number(value: float | None, digits: int = 3, sign: bool = False) -> str:
+def number(value: float | None, digits: int = 3, sign: bool = False, percent: bool = False) -> str:
     if value is None or math.isnan(value):
         return "—"
+    if percent:
+        value, digits = 100 * value, 1
     return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
 
 
-def interval(ci: tuple[float, float] | None, digits: int = 3, sign: bool = False) -> str:
-    return "" if ci is None else f" [{number(ci[0], digits, sign)}, {number(ci[1], digits, sign)}]"
+def interval(
+    ci: tuple[float, float] | None, digits: int = 3, sign: bool = False, percent: bool = False
+) -> str:
+    if ci is None:
+        return ""
+    return f" [{number(ci[0], digits, sign, percent)}, {number(ci[1], digits, sign, percent)}]"
+
+
+def is_percent(row: Row) -> bool:
+    """Whether the row's score is a proportion, by the rule of the run's own tables (results/units.py)."""
+    return is_proportion([x for v in row.values for x in (v.value, *(v.ci95 or ()))])
 
 
 def p_text(p: float | None) -> str:
@@ -49,22 +63,29 @@ def _lines(comparison: Comparison) -> list[list[str]]:
         name = row.name if row.kind == "task" else f"{row.kind}: {row.name}"
         setting = str(row.k) if row.k is not None else row.setting
         metric = row.metric + (" ↓" if row.lower_is_better else "")
+        percent = is_percent(row)
         for i, (value, diff) in enumerate(zip(row.values, row.differences, strict=True)):
             label = comparison.labels[i] + (" (baseline)" if i == comparison.baseline else "")
-            cells = [name, setting, metric, label, number(value.value) + interval(value.ci95)]
-            cells += _difference_cells(diff)
+            shown = number(value.value, percent=percent) + (
+                "%" if percent and value.value is not None else ""
+            )
+            cells = [name, setting, metric, label, shown + interval(value.ci95, percent=percent)]
+            cells += _difference_cells(diff, percent)
             out.append(cells)
     return out
 
 
-def _difference_cells(diff: Difference | None) -> list[str]:
+def _difference_cells(diff: Difference | None, percent: bool) -> list[str]:
     if diff is None:
         return ["", "", "", "", "", ""]
     mark = " *" if diff.significant else ""
     pairs = "" if diff.pairs is None else str(diff.pairs)
     failed = "" if diff.failed_pairs is None else str(diff.failed_pairs)
+    unit = " pp" if percent and diff.value is not None else ""
     return [
-        number(diff.value, sign=True) + interval(diff.ci95, sign=True),
+        number(diff.value, sign=True, percent=percent)
+        + interval(diff.ci95, sign=True, percent=percent)
+        + unit,
         diff.test,
         p_text(diff.p),
         p_text(diff.p_holm) + mark,
@@ -86,7 +107,9 @@ def _footer(comparison: Comparison) -> list[str]:
             "unpaired: Δ's CI and p from a normal approximation to the runs' reported standard errors; * Holm-adjusted "
             "p < 0.05 across the table"
         )
-    lines.append(f"{UNITS}; ↓ lower is better; failed: pairs where either run gave no answer")
+    lines.append(
+        f"{UNITS} ({MACHINE_UNITS}); ↓ lower is better; failed: pairs where either run gave no answer"
+    )
     return lines
 
 
@@ -152,15 +175,15 @@ def latex(comparison: Comparison) -> str:
             row.name,
             row.setting,
             row.metric,
-            percent=False,
-            digits=3,
+            percent=is_percent(row),
+            digits=1 if is_percent(row) else 3,
         )  # fmt: skip
         for row in comparison.rows
     ]
     caption = (
         f"{'Paired' if comparison.paired else 'Unpaired'} comparison against "
         f"{latex_escape(comparison.labels[comparison.baseline])} "
-        f"(95\\% CIs; {UNITS}). Bold: best per column; $^\\dagger$: differs from the baseline, Holm-adjusted "
+        f"(95\\% CIs; {latex_escape(UNITS)}). Bold: best per column; $^\\dagger$: differs from the baseline, Holm-adjusted "
         "$p<0.05$."
     )
     return latex_table(comparison, PaperTable("audioeval compare", caption, columns))

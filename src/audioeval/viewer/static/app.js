@@ -458,12 +458,14 @@
     const cells = (row) => others.map((other) => {
       const diff = row.differences[other.id];
       if (!diff) return h("td", null, "—");
-      const ci = diff.ci95 ? ` [${signed(diff.ci95[0])}, ${signed(diff.ci95[1])}]` : "";
+      // a proportion's difference in percentage points, as every table shows proportions in %
+      const pp = (v) => (row.percent && typeof v === "number" ? signed(v * 100, 1) : signed(v));
+      const ci = (diff.ci95 ? ` [${pp(diff.ci95[0])}, ${pp(diff.ci95[1])}]` : "") + (row.percent ? " pp" : "");
       const p = typeof diff.p_holm === "number" ? (diff.p_holm < 0.001 ? "<0.001" : diff.p_holm.toFixed(3)) : "—";
       const marks = row.kind === "task" && diff.base_only !== null
         ? h("span", { class: "muted" }, " · ", link(row, other, "a", diff.base_only, `${base.label} right, ${other.label} wrong`), " / ", link(row, other, "b", diff.other_only, `${base.label} wrong, ${other.label} right`))
         : null;
-      return h("td", { class: typeof diff.p_holm === "number" && diff.p_holm < 0.05 ? "significant" : null }, signed(diff.value) + ci, h("span", { class: "muted" }, ` p=${p}`), marks);
+      return h("td", { class: typeof diff.p_holm === "number" && diff.p_holm < 0.05 ? "significant" : null }, pp(diff.value) + ci, h("span", { class: "muted" }, ` p=${p}`), marks);
     });
     box.replaceChildren(
       h("h2", null, `Paired differences against ${base.label}`),
