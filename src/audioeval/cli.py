@@ -148,13 +148,14 @@ def cmd_run(argv: list[str]) -> int:
         print(listing)
         return 0
     from audioeval.api.evaluate import evaluate
+    from audioeval.run.distributed import close_process_group
 
     options = {k: v for k, v in vars(args).items() if k not in CLI_ONLY_FLAGS}
     options["verbosity"] = None  # set up above, with the rank prefix
-    result = evaluate(**options)
-    from audioeval.run.distributed import close_process_group
-
-    close_process_group()  # every rank has the result: nothing more goes between the processes
+    try:
+        result = evaluate(**options)
+    finally:  # done or failed, nothing more goes between the processes: a live gloo group can abort the exit
+        close_process_group()
     if _rank() != 0:
         return 0
     _say_outcome(result, full_table=args.full_table)

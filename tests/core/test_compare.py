@@ -226,3 +226,11 @@ def test_the_papers_table_iii_has_one_row_per_model_and_its_averages(tmp_path):
     table = json.loads(out)["tables"][0]
     assert [c["label"] for c in table["columns"]] == ["AL", "ALH", "MC", "A3"]
     assert all(len(row["cells"]) == 4 for row in table["rows"])
+
+
+def test_latex_escapes_each_special_character_once():
+    from audioeval.results.compare.paper import latex_escape
+
+    assert latex_escape(r"a\b_c {x} 50% #1 & ~^") == (
+        r"a\textbackslash{}b\_c \{x\} 50\% \#1 \& \textasciitilde{}\^{}"
+    )

@@ -156,6 +156,8 @@ def test_an_answer_too_long_for_its_judge_prompt_is_a_counted_judge_failure_not_
         verdicts = [v for role in sample.judgments.values() for v in role.values()]
         if sample.episode == 0:
             assert all(v["value"] is None and "went past a rendering bound" in v["error"] for v in verdicts)
+            # only the roles that apply fail: quality's `when: k > 0` keeps it out at k = 0
+            assert set(sample.judgments) == ({"agrees"} if sample.shots == 0 else {"agrees", "quality"})
         else:
             assert all(v["error"] is None for v in verdicts if v["value"] is not None) and verdicts
     assert any("judge" in w for w in result.warnings)

@@ -403,6 +403,8 @@ def test_offline_no_token_and_missing_repositories_stop_before_anything_is_writt
 
     fake = FakeHub({(BENCH_REPO, "dataset")})
     use(monkeypatch, fake)
+    staged = []  # the checks come before any file is converted or staged
+    monkeypatch.setattr("audioeval.results.publish.cli.stage", lambda *a, **k: staged.append(a))
     code, _, err = push(toy_run)  # the tests run with HF_HUB_OFFLINE=1
     assert (
         code == 2 and "HF_HUB_OFFLINE is set" in err and "--dry_run" in err and "nothing was uploaded" in err
@@ -418,7 +420,7 @@ def test_offline_no_token_and_missing_repositories_stop_before_anything_is_writt
     fake.existing.add((MODEL_REPO, "model"))
     code, _, err = push(toy_run, "--model_repo", MODEL_REPO, "--benchmark_repo", "org/not-pushed")
     assert code == 2 and "--benchmark_repo org/not-pushed: no such dataset repository" in err
-    assert fake.writes() == []
+    assert fake.writes() == [] and staged == []
     for err_lines in (err,):
         assert len(err_lines.strip().splitlines()) == 1
 

@@ -254,7 +254,7 @@ def _evaluate(
         run_timings = [g.timing for g in gathered]
         endpoints = _endpoint_figures(topology.gather(_endpoint_stats(model, stages)))
         topology.barrier()
-        topology.close()  # the last collective: rank 0 goes on alone to aggregate and write
+        topology.close()  # a group this run started ends here; rank 0 then aggregates and writes
     finally:
         if model is not None and model is not cfg.model_instance:  # the caller's own model stays theirs, open
             model.close()

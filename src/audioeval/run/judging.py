@@ -59,6 +59,14 @@ class Judge:
     sampling: dict[str, Any]  # merged into every judge request (temperature=none: send no temperature)
 
 
+def _data_bound(err: ConfigError) -> str:
+    """Why a sample cannot be judged when its own data took a judge prompt past a rendering bound; any other
+    error is the template's own and is raised again (every sample would fail the same way)."""
+    if not isinstance(err.__cause__, TemplateBoundError):
+        raise err
+    return f"its judge prompt went past a rendering bound: {err.__cause__}"
+
+
 class JudgePanel(Stage):
     """The judges as a stage of the run: each answer of a judged task is judged the moment it arrives."""
 
@@ -165,17 +173,26 @@ class JudgePanel(Stage):
         if not roles:
             return out
         context = template_view(self._context(request, sample))  # clips as opaque handles
-        plan: list[tuple[JudgeRole, bool]] = []  # (role, swapped) of every judge request, in order
-        try:
-            for role in roles:
+        applicable: list[JudgeRole] = []  # the roles whose `when:` holds (or could not be told: too big)
+        reason = None
+        for role in roles:
+            try:
                 if self._applies(role, context):
-                    plan += [(role, swapped) for swapped in ((False, True) if role.swap else (False,))]
-            rendered = [role.messages({**context, "swapped": swapped}) for role, swapped in plan]
+                    applicable.append(role)
+            except ConfigError as err:
+                reason = _data_bound(err)  # raises again when the template itself is wrong
+                applicable.append(role)
+        plan = [
+            (role, swapped) for role in applicable for swapped in ((False, True) if role.swap else (False,))
+        ]
+        try:
+            rendered = (
+                [] if reason else [role.messages({**context, "swapped": swapped}) for role, swapped in plan]
+            )
         except ConfigError as err:
-            if not isinstance(err.__cause__, TemplateBoundError):
-                raise  # the template itself is wrong: every sample would fail the same way
-            # this sample's own data (a huge answer) took the prompt past a bound: it goes unjudged, counted
-            return self._unjudged(roles, f"its judge prompt went past a rendering bound: {err.__cause__}")
+            reason = _data_bound(err)
+        if reason:  # this sample's own data (a huge answer) took a prompt past a bound: unjudged, counted
+            return self._unjudged(applicable, reason)
         if not plan:
             return out
         asked = []

@@ -14,6 +14,7 @@ import csv
 import io
 import json
 import math
+import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -113,12 +114,14 @@ def _groups(columns: list[PaperColumn]) -> list[tuple[str, int]]:
     return spans
 
 
+_LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
+          "}": r"\}", "~": r"\textasciitilde{}", "^": r"\^{}", "↓": r"$\downarrow$", "—": "--"}  # fmt: skip
+_LATEX_SPECIAL = re.compile("|".join(re.escape(char) for char in _LATEX))
+
+
 def latex_escape(text: str) -> str:
-    for char, escaped in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("$", r"\$"), ("#", r"\#"),
-                          ("_", r"\_"), ("{", r"\{"), ("}", r"\}"), ("~", r"\textasciitilde{}"), ("^", r"\^{}"),
-                          ("↓", r"$\downarrow$"), ("—", "--")):  # fmt: skip
-        text = text.replace(char, escaped)
-    return text
+    """Text as LaTeX writes it, every special character escaped in one pass (so no escape is escaped again)."""
+    return _LATEX_SPECIAL.sub(lambda m: _LATEX[m.group()], text)
 
 
 def latex_table(comparison: Comparison, table: PaperTable) -> str:

@@ -11,7 +11,7 @@ from audioeval.data.destination import fresh_destination, written_through_stagin
 from audioeval.errors import UsageError
 from audioeval.kvargs import FlagParser
 from audioeval.results.publish.eval_results import FLAG, BenchmarkRepo, is_repo_id, resolve_benchmark_repos
-from audioeval.results.publish.hub import Target, upload
+from audioeval.results.publish.hub import Target, check_hub, upload
 from audioeval.results.publish.run_folder import RunFolder, finished_run
 from audioeval.results.publish.tree import DATASET, MODEL, Staged, stage
 
@@ -86,9 +86,10 @@ def cmd_push_results(argv: list[str]) -> int:
         args.private,
         args.commit_message,
     )
+    checked = check_hub(target)  # the token and the repositories first: no staging work for a push that fails
     with tempfile.TemporaryDirectory(prefix="audioeval-push-results-") as tmp:
         staged = stage(run, Path(tmp), args.repo_id, args.model_repo, benchmarks)
-        done = upload(staged, target)
+        done = upload(staged, target, checked)
     print(f"pushed {run.path} to {done.dataset_url} (commit {done.commit or 'unknown'})")
     if done.pr_url:
         print(f"evaluation results for {args.model_repo}: pull request {done.pr_url}")

@@ -112,10 +112,11 @@ def check_hub(target: Target) -> tuple[Any, bool, list[str]]:
     return api, exists, [f for f in present if f.startswith(OWN_FOLDERS)]
 
 
-def upload(staged: Staged, target: Target) -> Uploaded:
-    """One commit on the dataset repository, then one pull request on the model repository."""
+def upload(staged: Staged, target: Target, checked: tuple[Any, bool, list[str]] | None = None) -> Uploaded:
+    """One commit on the dataset repository, then one pull request on the model repository. `checked`:
+    what `check_hub` found, when it ran before the files were staged."""
     hub = _hub()
-    api, exists, present = check_hub(target)
+    api, exists, present = checked if checked is not None else check_hub(target)
     operations: list[Any] = [
         hub.CommitOperationAdd(path_in_repo=path, path_or_fileobj=str(staged.root / DATASET / path))
         for path in staged.dataset_files
