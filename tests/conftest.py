@@ -3,7 +3,8 @@
 Two tiers: `pytest` runs the fast tier; tests marked `@pytest.mark.slow` (end-to-end runs in subprocesses,
 `accelerate launch`, the real vLLM, the browser) run with `pytest --runslow` (both tiers, as .ci/run does) or
 `pytest -m slow` (the slow tier alone). A fast test that starts a Python process or a browser fails, saying to
-mark it slow (`_fast_tests_start_no_processes`)."""
+mark it slow (`_fast_tests_start_no_processes`); the fast tier makes episodes in the test's own process, without
+synthesis workers."""
 
 from __future__ import annotations
 
@@ -80,6 +81,8 @@ def _fast_tests_start_no_processes(request: pytest.FixtureRequest, monkeypatch: 
     if request.node.get_closest_marker("slow") is not None:
         yield
         return
+    # episodes are made in this process: synthesis workers are Python processes (the slow tier tests them)
+    monkeypatch.setenv("AUDIOEVAL_SYNTHESIS_WORKERS", "0")
     original = subprocess.Popen.__init__
 
     def guarded(self, args, *rest, **kwargs):

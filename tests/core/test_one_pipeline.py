@@ -80,6 +80,7 @@ def test_one_realtime_session_pool_serves_every_task_of_the_run(toy_dir, tmp_pat
         assert server.sessions <= 2  # the pool of the run, not one per task
 
 
+@pytest.mark.slow  # starts synthesis worker processes
 def test_results_do_not_depend_on_the_number_of_synthesis_workers(toy_dir, tmp_path, monkeypatch):
     runs = []
     for workers in ("0", "1", "2"):
