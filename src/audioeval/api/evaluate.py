@@ -44,7 +44,6 @@ NO_MODEL_NOTICE = (
 DEFAULT_RESAMPLES = 10_000  # = audioeval.results.stats.DEFAULT_RESAMPLES (a test keeps them equal)
 SEED_MAX = 2**32 - 1  # what every seeded library takes (numpy's legacy RandomState, torch, random)
 SPOKEN_TEXTS = ("asr", "transcript")
-AUGMENT_TARGETS = ("query", "demos", "all")
 
 Flag = Mapping[str, Any] | str | None
 

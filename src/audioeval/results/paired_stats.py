@@ -13,8 +13,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from audioeval.results.stats import percentile_ci
-
 
 def bootstrap_counts(rng: np.random.Generator, n_clusters: int, n_draws: int) -> np.ndarray:
     """(n_draws, n_clusters): how often each cluster is drawn in each resample (n_clusters draws with
@@ -67,17 +65,6 @@ def permutation_pvalue(observed: float, permuted: np.ndarray) -> float:
     return (1 + hits) / (1 + len(finite))
 
 
-def bootstrap_pvalue(differences: np.ndarray) -> float:
-    """Two-sided p-value of a bootstrap distribution of differences (unpaired runs): twice the smaller share
-    of draws on either side of 0, at most 1."""
-    finite = differences[np.isfinite(differences)]
-    if not len(finite):
-        return math.nan
-    low = (1 + np.sum(finite <= 0)) / (1 + len(finite))
-    high = (1 + np.sum(finite >= 0)) / (1 + len(finite))
-    return float(min(1.0, 2 * min(low, high)))
-
-
 def normal_difference(
     base: float, base_stderr: float, other: float, other_stderr: float
 ) -> tuple[float, list[float], float]:
@@ -108,8 +95,3 @@ def holm(p_values: Sequence[float]) -> list[float]:
         scaled = np.minimum(1.0, (m - np.arange(m)) * values[order])
         out[order] = np.maximum.accumulate(scaled)
     return [float(v) for v in out]
-
-
-def difference_ci(differences: np.ndarray) -> list[float]:
-    """The 95% percentile interval of bootstrap differences."""
-    return percentile_ci(differences)

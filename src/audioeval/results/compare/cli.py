@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from audioeval.errors import UsageError
 from audioeval.kvargs import FlagParser
+from audioeval.results.stats import DEFAULT_RESAMPLES
 
 if TYPE_CHECKING:
     from audioeval.results.compare.comparison import Comparison
@@ -46,7 +47,10 @@ def compare_parser() -> argparse.ArgumentParser:
         "--seed, --task_args, data or augmentation), which are refused for pairing otherwise",
     )
     p.add_argument(
-        "--bootstrap_iters", type=int, default=10_000, help="resamples and permutations (default 10000)"
+        "--bootstrap_iters",
+        type=int,
+        default=DEFAULT_RESAMPLES,
+        help=f"resamples and permutations (default {DEFAULT_RESAMPLES})",
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the resampling (default 0)")
     p.add_argument(

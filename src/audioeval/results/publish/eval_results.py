@@ -18,6 +18,7 @@ import yaml
 
 from audioeval.errors import UsageError, unknown_name_message
 from audioeval.results.blocks import ShotBlock
+from audioeval.results.compact_table import main_metric
 from audioeval.results.outputs import safe_name
 from audioeval.results.publish.reproduce import benchmark_of_task, benchmarks_of, group_members
 from audioeval.results.record import RunRecord
@@ -80,9 +81,10 @@ def headline_slots(record: RunRecord) -> list[Headline]:
             if len(benchmarks) != 1:
                 continue  # a group across benchmarks has no one benchmark dataset to be listed on
             benchmark = next(iter(benchmarks))
+            main = main_metric(per_k)  # a task's main metric: the one the run's table shows
             for shots, block in per_k.items():
-                metrics = _metric_names(block)  # a task's main metric is its first, as in the run's table
-                for metric in metrics[:1] if kind == "task" else metrics:
+                metrics = _metric_names(block)
+                for metric in ([main] if main in block.metrics else []) if kind == "task" else metrics:
                     out.append(Headline(benchmark, name, kind, metric, shots, block.value(metric), block.n))
     return out
 

@@ -11,8 +11,7 @@ from typing import Any
 from audioeval.augment.plan import CONDITION_SEPARATOR
 from audioeval.redact import MASK, is_secret_name, redact_message
 from audioeval.results.record import RunRecord
-
-DEFAULT_BOOTSTRAP = 10_000  # the CLI's --bootstrap_iters default
+from audioeval.results.stats import DEFAULT_RESAMPLES
 
 
 def base_name(name: str) -> str:
@@ -89,7 +88,7 @@ def reproduce_command(record: RunRecord, logged_samples: bool) -> str:
     if record.limit is not None:
         args += ["--limit", str(record.limit)]
     args += ["--seed", str(record.seed)]
-    if record.bootstrap_resamples != DEFAULT_BOOTSTRAP:
+    if record.bootstrap_resamples != DEFAULT_RESAMPLES:
         args += ["--bootstrap_iters", str(record.bootstrap_resamples)]
     args += _include_paths(record) + _judge_flags(record) + _augment_flags(record) + _speech_flags(record)
     if logged_samples:
