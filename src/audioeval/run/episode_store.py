@@ -342,8 +342,9 @@ class EpisodeStore:
     is dropped with one warning: the run then synthesizes every episode, as it would without it. Usable from
     any thread (one connection per thread)."""
 
-    def __init__(self, path: Path, cap_bytes: int | None = None) -> None:
+    def __init__(self, path: Path, cap_bytes: int | None = None, quiet: bool = False) -> None:
         self.path = Path(path)
+        self.quiet = quiet  # warns of nothing: a look before the run, whose own store says what it finds
         self.cap_bytes = store_cap_bytes() if cap_bytes is None else cap_bytes
         self.usable = True
         self._local = threading.local()
@@ -375,13 +376,13 @@ class EpisodeStore:
         return db
 
     def _give_up(self, err: Exception) -> None:
-        if self.usable:
+        if self.usable and not self.quiet:
             log.warning("the episode store %s is unusable (%s): episodes are synthesized.", self.path, err)
         self.usable = False
 
     def warn_once(self, what: str, message: str) -> None:
         with self._lock:
-            if what in self._warned:
+            if what in self._warned or self.quiet:
                 return
             self._warned.add(what)
         log.warning(message)

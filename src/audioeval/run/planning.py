@@ -102,13 +102,13 @@ def stored_first_episodes(cfg: RunConfig, tasks: list[PreparedTask]) -> dict[str
     path = cache_folder(cfg)[0] / "episodes.sqlite"
     if not path.is_file():
         return {}
-    store = EpisodeStore(path)
+    store = EpisodeStore(path, quiet=True)  # what is damaged, the run's own store says once
     try:
         found = {}
         for task in tasks:
             key = episode_key(task)
             if key is not None and task.indices:
-                episode = store.get_many(key, task.indices[:1]).get(task.indices[0])
+                episode = store.get_many(key, task.indices[:1], task.episode).get(task.indices[0])
                 if episode is not None:
                     found[task.name] = episode
         return found
