@@ -131,9 +131,12 @@ PYEOF
 fi
 
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+echo "bootstrap: installing into .venv (pip works quietly: a few minutes on a fresh machine, seconds once done)"
 .venv/bin/python -m pip install -q --upgrade pip
+echo "bootstrap: torch 2.13.0 and torchcodec 0.13.0 (the largest download)"
 # torchcodec releases are built against one torch release each: keep the pair together.
 .venv/bin/python -m pip install -q "torch==2.13.0" "torchcodec==0.13.0"
+echo "bootstrap: audioeval and its dependencies${EXTRA:+ (extra: $EXTRA)}"
 if [ "$EXTRA" = "dev" ]; then
   .venv/bin/python -m pip install -q ".[dev,api]"
 elif [ "$EXTRA" = "hf" ]; then

@@ -80,7 +80,14 @@ def plan_run(cfg: RunConfig) -> RunPlan:
         gen_kwargs=cfg.gen_kwargs,
     )
     tasks = with_conditions(tasks, augment)
-    preflight(tasks, model_class, cfg.model_args, stored_first_episodes(cfg, tasks))
+    stored = stored_first_episodes(cfg, tasks)
+    if len(stored) < len(tasks):  # seconds of synthesis on a cold cache: say so before they pass silently
+        log.info(
+            "%d task(s): synthesizing the first episode of %d to check the prompts before the run",
+            len(tasks),
+            len(tasks) - len(stored),
+        )
+    preflight(tasks, model_class, cfg.model_args, stored)
     check_reference_models(clean_tasks(tasks))
     # the roles compiled when the tasks were discovered: the panel runs these very ones
     roles = (
