@@ -23,6 +23,7 @@ from audioeval.results.run_health import unjudged_warning
 from audioeval.run.conditions import clean_tasks, with_conditions
 from audioeval.run.episode_store import EpisodeStore, episode_key
 from audioeval.run.prepared import PreparedTask, preflight, prepare_tasks
+from audioeval.run.progress import said_if_slow
 from audioeval.run.reference_models import check_reference_models
 from audioeval.run.requirements import check_installed, module_source
 from audioeval.run.settings import RunConfig, cache_folder
@@ -81,13 +82,12 @@ def plan_run(cfg: RunConfig) -> RunPlan:
     )
     tasks = with_conditions(tasks, augment)
     stored = stored_first_episodes(cfg, tasks)
-    if len(stored) < len(tasks):  # seconds of synthesis on a cold cache: say so before they pass silently
-        log.info(
-            "%d task(s): synthesizing the first episode of %d to check the prompts before the run",
-            len(tasks),
-            len(tasks) - len(stored),
-        )
-    preflight(tasks, model_class, cfg.model_args, stored)
+    # seconds of synthesis on a cold cache: said, so that they do not pass in silence
+    to_make = len(tasks) - len(stored)
+    with said_if_slow(
+        f"{len(tasks)} task(s): synthesizing the first episode of {to_make} to check the prompts"
+    ):
+        preflight(tasks, model_class, cfg.model_args, stored)
     check_reference_models(clean_tasks(tasks))
     # the roles compiled when the tasks were discovered: the panel runs these very ones
     roles = (
