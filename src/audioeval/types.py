@@ -16,7 +16,7 @@ from typing import Any, Literal, get_args
 
 import numpy as np
 
-from audioeval.audio.wav import PCM16_SCALE, pcm16_wav, to_pcm16
+from audioeval.audio.wav import pcm16_wav, samples_of, to_pcm16
 
 
 def _fastest_b64encode() -> Callable[[bytes], bytes]:
@@ -47,27 +47,41 @@ class AudioClip:
     def from_array(cls, array: Any, sampling_rate: int) -> AudioClip:
         """The samples put on the 16-bit grid (`quantize`), hashed from the PCM16 bytes made on the way:
         the identity comes with the clip, on the thread that made it, without a second conversion."""
-        pcm = to_pcm16(np.asarray(array, dtype=np.float32))
-        clip = cls((pcm.astype(np.float32) / np.float32(PCM16_SCALE)).astype(np.float32), int(sampling_rate))
-        clip.__dict__["sha256"] = _pcm_sha256(pcm, clip.sampling_rate)  # = what the sha256 property computes
-        return clip
+        return cls._of_pcm16(to_pcm16(np.asarray(array, dtype=np.float32)), sampling_rate)
 
     @classmethod
     def from_pcm16(cls, pcm: np.ndarray, sampling_rate: int) -> AudioClip:
         """A clip of PCM16 samples a model sent, kept exactly: its hash, WAV bytes and `pcm16` are these samples
         (-32768 included, which the float samples, on the +-32767 grid, cannot give back)."""
-        exact = np.ascontiguousarray(pcm, dtype="<i2")
-        clip = cls(exact.astype(np.float32) / np.float32(PCM16_SCALE), int(sampling_rate))
-        clip.__dict__["_exact_pcm16"] = exact
-        clip.__dict__["sha256"] = _pcm_sha256(exact, clip.sampling_rate)
+        return cls._of_pcm16(np.ascontiguousarray(pcm, dtype="<i2"), sampling_rate)
+
+    @classmethod
+    def _of_pcm16(cls, pcm: np.ndarray, sampling_rate: int, sha256: str | None = None) -> AudioClip:
+        """A clip that keeps the PCM16 samples it is made of: its WAV bytes, its encoding for the episode store
+        and its form in another process (`__reduce_ex__`) are made from them, not from the float samples."""
+        clip = cls(samples_of(pcm), int(sampling_rate))
+        clip.__dict__["_pcm16"] = pcm
+        clip.__dict__["sha256"] = sha256 or _pcm_sha256(pcm, clip.sampling_rate)
         return clip
 
     @property
     def pcm16(self) -> np.ndarray:
-        """The samples as PCM16: those a model sent for a clip made from them (from_pcm16), else the samples put
-        on the 16-bit grid."""
-        exact = self.__dict__.get("_exact_pcm16")
-        return exact if exact is not None else to_pcm16(self.samples)
+        """The samples as PCM16: those the clip was made of (from_array, from_pcm16), else the samples put on
+        the 16-bit grid."""
+        pcm = self.__dict__.get("_pcm16")
+        return pcm if pcm is not None else to_pcm16(self.samples)
+
+    def known_pcm16(self) -> np.ndarray | None:
+        """The PCM16 samples when the clip is made of them (its float samples are exactly those), else None."""
+        return self.__dict__.get("_pcm16")
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        # to another process (synthesis workers hand episodes back) as its PCM16 samples and identity: half the
+        # bytes of the float samples, and neither the hash nor the PCM16 conversion is made again there
+        pcm = self.known_pcm16()
+        if pcm is None:
+            return super().__reduce_ex__(protocol)
+        return (_clip_of_pcm16, (pcm, self.sampling_rate, self.sha256))
 
     def wav_bytes(self) -> bytes:
         """The clip as a 16-bit WAV file."""
@@ -102,6 +116,10 @@ class AudioClip:
     def describe(self) -> dict[str, Any]:
         """What logs and sample files show instead of the samples themselves."""
         return {"sha256": self.sha256, "seconds": round(self.seconds, 4), "sampling_rate": self.sampling_rate}
+
+
+def _clip_of_pcm16(pcm: np.ndarray, sampling_rate: int, sha256: str) -> AudioClip:
+    return AudioClip._of_pcm16(pcm, sampling_rate, sha256)
 
 
 def _pcm_sha256(pcm: np.ndarray, sampling_rate: int) -> str:

@@ -31,9 +31,16 @@ def to_pcm16(samples: np.ndarray) -> np.ndarray:
     return y.astype("<i2")
 
 
+def samples_of(pcm: np.ndarray) -> np.ndarray:
+    """The float32 samples on the 16-bit grid that PCM16 values stand for (to_pcm16 gives the values back)."""
+    samples = np.asarray(pcm).astype(np.float32)
+    samples /= np.float32(PCM16_SCALE)
+    return samples
+
+
 def quantize(samples: np.ndarray) -> np.ndarray:
     """Float32 samples that lie exactly on the 16-bit grid."""
-    return (to_pcm16(samples).astype(np.float32) / np.float32(PCM16_SCALE)).astype(np.float32)
+    return samples_of(to_pcm16(samples))
 
 
 def encode_wav(samples: np.ndarray, sampling_rate: int) -> bytes:
