@@ -163,9 +163,32 @@ def _exit_with_parent() -> None:
 
 
 def _quiet_worker() -> None:
-    """A worker ignores Ctrl-C (the run handles it and stops the pool) and exits with its parent."""
+    """A worker ignores Ctrl-C (the run handles it and stops the pool), exits with its parent and keeps the
+    memory it frees."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _exit_with_parent()
+    keep_freed_memory()
+
+
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters (malloc.h)
+
+
+def keep_freed_memory() -> None:
+    """Let this process reuse the memory it frees instead of handing it back to the system. Synthesis makes and
+    drops numpy arrays of a few megabytes (a 10 s clip in float64 is 1.3 MB) all the time; past glibc's
+    thresholds each is mapped and faulted in page by page again, which cost AnomalyDetect a fifth of its
+    synthesis time (50,000 page faults per episode) in the kernel. Here freed memory up to 128 MB stays with
+    the process, and only arrays from 32 MB are mapped on their own. Results do not change (nothing reads
+    memory it has not written); where the C library has no mallopt (not glibc), nothing happens."""
+    try:
+        import ctypes
+        import ctypes.util
+
+        mallopt = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt
+    except (OSError, AttributeError):
+        return
+    mallopt(_M_MMAP_THRESHOLD, 32 << 20)
+    mallopt(_M_TRIM_THRESHOLD, 128 << 20)
 
 
 def _in_forkserver() -> bool:
