@@ -57,12 +57,7 @@ class AudioClip:
 
     @classmethod
     def _of_pcm16(cls, pcm: np.ndarray, sampling_rate: int, sha256: str | None = None) -> AudioClip:
-        """A clip that keeps the PCM16 samples it is made of: its WAV bytes, its encoding for the episode store
-        and its form in another process (`__reduce_ex__`) are made from them, not from the float samples."""
-        clip = cls(samples_of(pcm), int(sampling_rate))
-        clip.__dict__["_pcm16"] = pcm
-        clip.__dict__["sha256"] = sha256 or _pcm_sha256(pcm, clip.sampling_rate)
-        return clip
+        return PcmClip(pcm, sampling_rate, sha256)
 
     @property
     def pcm16(self) -> np.ndarray:
@@ -118,8 +113,35 @@ class AudioClip:
         return {"sha256": self.sha256, "seconds": round(self.seconds, 4), "sampling_rate": self.sampling_rate}
 
 
+class PcmClip(AudioClip):
+    """A clip made of PCM16 samples (`AudioClip.from_array`, `from_pcm16`, a clip from another process): its
+    identity, length, WAV bytes, encoding for the episode store and form in another process come from them,
+    and its float samples are made when first read, so a clip that is only hashed, stored and sent (most of a
+    run's clips, and every clip of a study's episodes) never makes them."""
+
+    def __init__(self, pcm: np.ndarray, sampling_rate: int, sha256: str | None = None) -> None:
+        self.sampling_rate = int(sampling_rate)
+        self.__dict__["_pcm16"] = pcm
+        self.__dict__["sha256"] = sha256 or _pcm_sha256(pcm, self.sampling_rate)
+
+    @property
+    def samples(self) -> np.ndarray:
+        samples = self.__dict__.get("_samples")
+        if samples is None:  # two threads may both make them: the same numbers
+            samples = self.__dict__["_samples"] = samples_of(self.__dict__["_pcm16"])
+        return samples
+
+    @samples.setter
+    def samples(self, value: np.ndarray) -> None:
+        raise AttributeError("a clip made of PCM16 samples keeps them: make a new clip (AudioClip.from_array)")
+
+    @property
+    def seconds(self) -> float:
+        return len(self.__dict__["_pcm16"]) / float(self.sampling_rate)
+
+
 def _clip_of_pcm16(pcm: np.ndarray, sampling_rate: int, sha256: str) -> AudioClip:
-    return AudioClip._of_pcm16(pcm, sampling_rate, sha256)
+    return PcmClip(pcm, sampling_rate, sha256)
 
 
 def _pcm_sha256(pcm: np.ndarray, sampling_rate: int) -> str:

@@ -12,7 +12,13 @@ import zlib
 import numpy as np
 import pytest
 
-from audioeval.run.episode_store import EpisodeStore, decode_clip, encode_clip, encode_episode
+from audioeval.run.episode_store import (
+    EpisodeStore,
+    StoredClip,
+    decode_clip,
+    encode_clip,
+    encode_episode,
+)
 from audioeval.types import AudioClip
 
 rng = np.random.default_rng(7)
@@ -117,7 +123,7 @@ def test_a_clip_reaches_another_process_as_it_is(tmp_path, make):
         store.put_many("a", {0: encode_episode(episode_of(pcm))})
         clip = store.get_many("a", [0])[0]["demos"][0]["clips"][0]["audio"]
     copy = pickle.loads(pickle.dumps(clip))
-    assert type(copy) is AudioClip
+    assert isinstance(copy, AudioClip) and not isinstance(copy, StoredClip)
     assert copy.sha256 == clip.sha256 and copy.sampling_rate == clip.sampling_rate
     assert copy.samples.dtype == np.float32 and copy.samples.tobytes() == clip.samples.tobytes()
     assert copy.pcm16.tobytes() == clip.pcm16.tobytes() and copy.wav_bytes() == clip.wav_bytes()
