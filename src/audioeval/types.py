@@ -105,8 +105,12 @@ class AudioClip:
             return _ENCODINGS.setdefault(key, encoding)
 
     @property
+    def frames(self) -> int:
+        return len(self.samples)
+
+    @property
     def seconds(self) -> float:
-        return len(self.samples) / float(self.sampling_rate)
+        return self.frames / float(self.sampling_rate)
 
     def describe(self) -> dict[str, Any]:
         """What logs and sample files show instead of the samples themselves."""
@@ -133,11 +137,13 @@ class PcmClip(AudioClip):
 
     @samples.setter
     def samples(self, value: np.ndarray) -> None:
-        raise AttributeError("a clip made of PCM16 samples keeps them: make a new clip (AudioClip.from_array)")
+        raise AttributeError(
+            "a clip made of PCM16 samples keeps them: make a new clip (AudioClip.from_array)"
+        )
 
     @property
-    def seconds(self) -> float:
-        return len(self.__dict__["_pcm16"]) / float(self.sampling_rate)
+    def frames(self) -> int:
+        return len(self.__dict__["_pcm16"])
 
 
 def _clip_of_pcm16(pcm: np.ndarray, sampling_rate: int, sha256: str) -> AudioClip:

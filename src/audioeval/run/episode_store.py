@@ -155,7 +155,7 @@ class StoredClip(AudioClip):
 
     def __init__(self, sha256: str, sampling_rate: int, frames: int, load: Callable[[], np.ndarray]) -> None:
         self.sampling_rate = int(sampling_rate)
-        self.frames = int(frames)
+        self._frames = int(frames)
         self._load = load
         self._lock = threading.Lock()
         self.__dict__["sha256"] = sha256
@@ -186,8 +186,8 @@ class StoredClip(AudioClip):
         return "_pcm" in self.__dict__
 
     @property
-    def seconds(self) -> float:
-        return self.frames / float(self.sampling_rate)
+    def frames(self) -> int:
+        return self._frames
 
     @property
     def pcm16(self) -> np.ndarray:
@@ -269,12 +269,12 @@ def encode_episode(episode: dict[str, Any], audio: bool = True) -> EncodedEpisod
     described = []
     for clip in clips:
         if not audio:
-            described.append((clip.sha256, clip.sampling_rate, len(clip.samples), NO_AUDIO))
+            described.append((clip.sha256, clip.sampling_rate, clip.frames, NO_AUDIO))
             continue
         data = blobs.get(clip.sha256)
         if data is None:
             data = blobs[clip.sha256] = encode_clip(clip.pcm16)
-        described.append((clip.sha256, clip.sampling_rate, len(clip.samples), blob_digest(data)))
+        described.append((clip.sha256, clip.sampling_rate, clip.frames, blob_digest(data)))
     return EncodedEpisode(body, described, blobs)
 
 
