@@ -1,6 +1,7 @@
 """Time the generation of AudioICL-Bench: every task's episodes (default: the nine tasks x 300 episodes,
-max_shots 5), on one core. Prints episodes/s and the synthesis real-time factor (seconds of audio produced
-per second of wall time) per task, and writes the figures as JSON.
+max_shots 5), on one core, with the memory settings of a run's synthesis workers (`keep_freed_memory`).
+Prints episodes/s and the synthesis real-time factor (seconds of audio produced per second of wall time) per
+task, and writes the figures as JSON.
 
     python -m audioeval.benchmarks.audioicl_bench.bench_generation [--n_episodes 300] [--max_shots 5] [--configs a,b]
         [--include_ablation] [--serialize] [--reuse_speech_cache] [--output bench_audioicl_generation.json]
@@ -26,6 +27,7 @@ from pathlib import Path  # noqa: E402
 
 from audioeval.benchmarks.audioicl_bench.configs import configs_of  # noqa: E402
 from audioeval.config.registry import TaskRegistry  # noqa: E402
+from audioeval.run.synthesis import keep_freed_memory  # noqa: E402
 
 
 def benchmark_configs() -> list[str]:
@@ -98,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     configs = [c.strip() for c in args.configs.split(",")] if args.configs else benchmark_configs()
     if args.include_ablation and "morse_letter" not in configs:
         configs.append("morse_letter")
+    keep_freed_memory()  # as a run's synthesis workers do
     tmp = None
     if not args.reuse_speech_cache:
         tmp = tempfile.TemporaryDirectory(prefix="audioicl-bench-cache-")
