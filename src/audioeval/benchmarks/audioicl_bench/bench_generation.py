@@ -58,11 +58,12 @@ def time_config(config: str, n_episodes: int, max_shots: int, seed: int, seriali
         "audioicl_bench", config, {"n_episodes": n_episodes, "max_shots": max_shots, "seed": seed}
     )
     setup_s = time.perf_counter() - started
-    audio_s, synth_s, serialize_s = 0.0, 0.0, 0.0
+    audio_s, synth_s, serialize_s, cpu_s = 0.0, 0.0, 0.0, 0.0
     for index in range(n_episodes):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         episode = builder.episode(index)
         synth_s += time.perf_counter() - t0
+        cpu_s += time.process_time() - c0
         audio_s += episode_audio_seconds(episode)
         if serialize:
             t0 = time.perf_counter()
@@ -74,6 +75,8 @@ def time_config(config: str, n_episodes: int, max_shots: int, seed: int, seriali
         "max_shots": max_shots,
         "setup_s": round(setup_s, 3),
         "synthesis_s": round(synth_s, 3),
+        "cpu_s": round(cpu_s, 3),  # this process's CPU (eSpeak NG's helper process not counted)
+        "cpu_ms_per_episode": round(1000 * cpu_s / n_episodes, 2),
         "serialize_s": round(serialize_s, 3) if serialize else None,
         "episodes_per_s": round(n_episodes / synth_s, 2),
         "audio_s": round(audio_s, 1),
@@ -106,15 +109,18 @@ def main(argv: list[str] | None = None) -> int:
         tmp = tempfile.TemporaryDirectory(prefix="audioicl-bench-cache-")
         os.environ["AUDIOEVAL_CACHE"] = tmp.name
 
+    load_before = os.getloadavg()
     rows = []
-    print(f"{'task':22s} {'episodes/s':>10s} {'audio s/ep':>10s} {'wall s':>8s} {'x real time':>12s}")
+    print(
+        f"{'task':22s} {'episodes/s':>10s} {'audio s/ep':>10s} {'wall s':>8s} {'x real time':>12s} {'CPU ms/ep':>10s}"
+    )
     for config in configs:
         row = time_config(config, args.n_episodes, args.max_shots, args.seed, args.serialize)
         rows.append(row)
         flag = "" if row["meets_target"] else f"  (below the {TARGET_RTF:.0f}x target)"
         print(
             f"{config:22s} {row['episodes_per_s']:10.2f} {row['audio_s_per_episode']:10.1f} "
-            f"{row['synthesis_s']:8.1f} {row['real_time_factor']:11.0f}x{flag}",
+            f"{row['synthesis_s']:8.1f} {row['real_time_factor']:11.0f}x {row['cpu_ms_per_episode']:10.1f}{flag}",
             flush=True,
         )
     total_audio = sum(r["audio_s"] for r in rows)
@@ -123,15 +129,18 @@ def main(argv: list[str] | None = None) -> int:
     summary = {
         "total_episodes": sum(r["episodes"] for r in rows),
         "total_synthesis_s": round(total_wall, 2),
+        "total_cpu_s": round(sum(r["cpu_s"] for r in rows), 2),
         "total_audio_h": round(total_audio / 3600, 2),
         "overall_real_time_factor": round(total_audio / total_wall, 1),
         "procedural_min_real_time_factor": min((r["real_time_factor"] for r in procedural), default=None),
         "target_real_time_factor": TARGET_RTF,
         "speech_cache": "warm (reused)" if args.reuse_speech_cache else "cold (fresh temporary cache)",
+        "load_average": [round(load_before[0], 2), round(os.getloadavg()[0], 2)],
     }
     print(
         f"total: {summary['total_episodes']} episodes, {summary['total_audio_h']} h of audio in "
-        f"{summary['total_synthesis_s']:.0f} s ({summary['overall_real_time_factor']:.0f}x real time); "
+        f"{summary['total_synthesis_s']:.0f} s ({summary['overall_real_time_factor']:.0f}x real time, "
+        f"{summary['total_cpu_s']:.0f} s CPU, load {load_before[0]:.1f}-{os.getloadavg()[0]:.1f}); "
         f"slowest procedural task {summary['procedural_min_real_time_factor']}x"
     )
     import numpy
