@@ -353,6 +353,8 @@ class EpisodeSource:
     ) -> Future[Made] | None:
         if self.workers <= 0 or not isinstance(task.builder, EpisodeBuilder):
             return None  # made on this thread when its turn comes
+        if seed is None and task.preflight_episode is not None and task.preflight_episode[0] == index:
+            return None  # preflight made it before the run: taken on this thread, not made again
         recipe = Recipe.of(task, seed)
         return worker_pool(self.workers).submit(make_episode, recipe, index, key is not None, audio)
 

@@ -1,0 +1,61 @@
+"""Where a run's episodes come from (`EpisodeSource`): each episode is made once, whatever the number of
+synthesis workers, and the counters stay right when several threads make episodes."""
+
+from __future__ import annotations
+
+from collections import Counter
+from concurrent.futures import Future
+
+import pytest
+
+from audioeval.config.registry import TaskRegistry
+from audioeval.models.baselines.chance import ChanceModel
+from audioeval.run import synthesis
+from audioeval.run.prepared import preflight, prepare_tasks
+from audioeval.run.synthesis import EpisodeSource
+from tests.conftest import TOY
+
+
+class InlinePool:
+    """A worker pool that runs each job on the calling thread and notes what it was given."""
+
+    def __init__(self) -> None:
+        self.jobs: list[int] = []
+
+    def submit(self, fn, *args):
+        if fn is synthesis.make_episode:
+            self.jobs.append(args[1])
+        future: Future = Future()
+        future.set_result(fn(*args))
+        return future
+
+
+@pytest.fixture
+def toy_task(monkeypatch):
+    registry = TaskRegistry.discover([TOY])
+    (task,) = prepare_tasks(registry, ["toy_tones"], num_fewshot=[0, 1], task_args={}, limit="4", seed=0,
+                            gen_kwargs={})  # fmt: skip
+    made: Counter[int] = Counter()
+    episode = task.builder.episode
+
+    def counted(index: int) -> dict:
+        made[index] += 1
+        return episode(index)
+
+    monkeypatch.setattr(task.builder, "episode", counted)
+    monkeypatch.setattr(synthesis, "_builder", lambda recipe: task.builder)  # the workers' builder too
+    return task, made
+
+
+def test_with_workers_the_episode_preflight_made_is_not_made_again(toy_task, monkeypatch):
+    task, made = toy_task
+    pool = InlinePool()
+    monkeypatch.setattr(synthesis, "worker_pool", lambda workers: pool)
+    preflight([task], ChanceModel)
+    assert made == {0: 1}
+    source = EpisodeSource(None, workers=2)
+    episodes = {index: episode for index, episode, _ in source.episodes(task, task.indices)}
+    assert sorted(episodes) == task.indices
+    assert made == {0: 1, 1: 1, 2: 1, 3: 1}  # episode 0 once, by preflight
+    assert 0 not in pool.jobs and sorted(pool.jobs) == [1, 2, 3]
+    assert source.synthesized == 4
