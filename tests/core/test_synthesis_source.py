@@ -3,6 +3,8 @@ synthesis workers, and the counters stay right when several threads make episode
 
 from __future__ import annotations
 
+import threading
+import time
 from collections import Counter
 from concurrent.futures import Future
 
@@ -59,3 +61,36 @@ def test_with_workers_the_episode_preflight_made_is_not_made_again(toy_task, mon
     assert made == {0: 1, 1: 1, 2: 1, 3: 1}  # episode 0 once, by preflight
     assert 0 not in pool.jobs and sorted(pool.jobs) == [1, 2, 3]
     assert source.synthesized == 4
+
+
+class SlowMade(synthesis.Made):
+    """An episode whose synthesis time takes a moment to read: threads adding it up interleave."""
+
+    @property
+    def seconds(self) -> float:
+        time.sleep(0.002)
+        return 0.5
+
+    @seconds.setter
+    def seconds(self, value: float) -> None:
+        pass
+
+
+def test_the_synthesis_counters_add_up_when_several_threads_make_episodes(toy_task):
+    task, _ = toy_task
+    source = EpisodeSource(None, workers=2)
+    threads, per_thread = 8, 10
+
+    def feed() -> None:
+        for index in range(per_thread):
+            future: Future = Future()
+            future.set_result(SlowMade({}, None, 0.5))
+            source._result(future, task, index, 1, None)
+
+    workers = [threading.Thread(target=feed) for _ in range(threads)]
+    for thread in workers:
+        thread.start()
+    for thread in workers:
+        thread.join()
+    assert source.synthesized == threads * per_thread
+    assert source.synthesis_s == 0.5 * threads * per_thread

@@ -245,8 +245,10 @@ class EpisodeSource:
     def __init__(self, store: EpisodeStore | None, workers: int | None = None) -> None:
         self.store = store if store is not None and store.usable else None
         self.workers = synthesis_workers() if workers is None else workers
+        # the feed thread and the prefetch threads add to these: under `_counting`
         self.synthesis_s = 0.0  # seconds of synthesis, in the workers or here
         self.synthesized = 0  # episodes synthesized (not read from the store)
+        self._counting = threading.Lock()
         self._prefetched: dict[str, threading.Event] = {}  # episode key -> set once its prefetch is over
         self._stopped = threading.Event()
         self._lock = threading.Lock()
@@ -377,8 +379,10 @@ class EpisodeSource:
                 )
         if made is None:
             made = self._here(task, index, seed, key is not None, audio)
-        self.synthesis_s += made.seconds
-        self.synthesized += 1
+        seconds = made.seconds
+        with self._counting:
+            self.synthesis_s += seconds
+            self.synthesized += 1
         return made
 
     def _here(
