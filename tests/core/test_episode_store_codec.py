@@ -127,3 +127,54 @@ def test_a_clip_reaches_another_process_as_it_is(tmp_path, make):
     assert copy.sha256 == clip.sha256 and copy.sampling_rate == clip.sampling_rate
     assert copy.samples.dtype == np.float32 and copy.samples.tobytes() == clip.samples.tobytes()
     assert copy.pcm16.tobytes() == clip.pcm16.tobytes() and copy.wav_bytes() == clip.wav_bytes()
+
+
+@pytest.mark.parametrize("damage", ["deleted", "garbled"])
+def test_an_episode_whose_audio_is_lost_is_made_again_once_and_stored_healed(tmp_path, caplog, damage):
+    clips = (SIGNALS["noise"], SIGNALS["tone with silence"], SIGNALS["extremes"])
+    store = EpisodeStore(tmp_path / "episodes.sqlite")
+    store.put_many("a", {0: encode_episode(episode_of(*clips))})
+    db = sqlite3.connect(tmp_path / "episodes.sqlite")
+    with db:  # every clip's audio lost
+        if damage == "deleted":
+            db.execute("DELETE FROM clips")
+        else:
+            db.execute("UPDATE clips SET data = ?", (b"\x02 not a blob",))
+    db.close()
+    remade = []
+
+    def remake(index: int) -> dict:
+        remade.append(index)
+        return episode_of(*clips)
+
+    reopened = EpisodeStore(tmp_path / "episodes.sqlite")
+    with caplog.at_level(logging.WARNING, logger="audioeval"):
+        episode = reopened.get_many("a", [0], remake)[0]
+        read = [c["audio"].pcm16 for c in episode["demos"][0]["clips"]]
+    assert remade == [0]  # once for the episode, not once per clip
+    assert all(np.array_equal(a, b) for a, b in zip(read, clips, strict=True))
+    assert len(caplog.records) == 1
+
+    def no_remake(index: int) -> dict:
+        raise AssertionError("the audio was written back: nothing is made again")
+
+    again = EpisodeStore(tmp_path / "episodes.sqlite").get_many("a", [0], no_remake)[0]
+    healed = [c["audio"].pcm16 for c in again["demos"][0]["clips"]]
+    assert all(np.array_equal(a, b) for a, b in zip(healed, clips, strict=True))
+
+
+def test_audio_an_episode_was_stored_without_is_kept_once_it_is_made(tmp_path):
+    clips = (SIGNALS["noise"], SIGNALS["tone with silence"])
+    store = EpisodeStore(tmp_path / "episodes.sqlite")
+    store.put_many("a", {0: encode_episode(episode_of(*clips), audio=False)})  # a study's episode
+    remade = []
+
+    def remake(index: int) -> dict:
+        remade.append(index)
+        return episode_of(*clips)
+
+    for _ in range(2):
+        episode = EpisodeStore(tmp_path / "episodes.sqlite").get_many("a", [0], remake)[0]
+        read = [c["audio"].pcm16 for c in episode["demos"][0]["clips"]]
+        assert all(np.array_equal(a, b) for a, b in zip(read, clips, strict=True))
+    assert remade == [0]

@@ -18,7 +18,8 @@ corpus folder, `data_dir`, stored datasets) are never kept: their files could ch
 Damage is a miss, never a traceback and never trusted: each row carries a digest of itself and each clip
 reference the digest of its compressed audio; a row that is not the JSON shape the store writes, or whose
 digest does not match (an edited row, still valid JSON), is synthesized again with one warning per run, and
-so is audio whose bytes do not match. The store is capped (`AUDIOEVAL_EPISODE_STORE_GB`, default
+so is audio whose bytes do not match or that a row does not keep (a study's episodes): its episode once for
+all its clips, and the audio made again is written back. The store is capped (`AUDIOEVAL_EPISODE_STORE_GB`, default
 DEFAULT_CAP_GB; 0 turns it off): past the cap, the episodes used longest ago are evicted with the audio no
 other episode refers to.
 """
@@ -475,8 +476,9 @@ class EpisodeStore:
             )
             return None
         structure, clips = checked
+        again = _MadeAgain(self, config, index, [c[0] for c in clips], remake) if remake is not None else None
         made = [
-            StoredClip(sha, rate, frames, self._loader(sha, frames, blob, (index, i), remake))
+            StoredClip(sha, rate, frames, self._loader(sha, frames, blob, (index, i), again))
             for i, (sha, rate, frames, blob) in enumerate(clips)
         ]
 
@@ -500,13 +502,13 @@ class EpisodeStore:
         frames: int,
         blob: str,
         where: tuple[int, int],
-        remake: Callable[[int], dict[str, Any]] | None,
+        again: _MadeAgain | None,
     ) -> Callable[[], np.ndarray]:
         def load() -> np.ndarray:
             try:
                 return self.read_clip(sha, frames, blob)
             except StoredAudioMissing as err:
-                if remake is None:
+                if again is None:
                     raise
                 if blob != NO_AUDIO:
                     self.warn_once(
@@ -514,10 +516,7 @@ class EpisodeStore:
                         f"the episode store {self.path}: a clip of episode {where[0]} could not be read back "
                         f"({err}); such episodes are synthesized again.",
                     )
-            clip = clips_in_order(remake(where[0]))[where[1]]
-            if clip.sha256 != sha:
-                raise StoredAudioMissing(f"episode {where[0]} synthesized again differs from the stored one")
-            return clip.pcm16
+            return again.pcm16(where[1])
 
         return load
 
@@ -650,6 +649,47 @@ class EpisodeStore:
             except sqlite3.Error:
                 pass
         self._local = threading.local()
+
+
+class _MadeAgain:
+    """A stored episode some of whose audio could not be read back (damaged, evicted, or never kept): synthesized
+    again once for all its clips, on the first clip that needs it, and its audio written back to the store, so
+    the next run reads it."""
+
+    def __init__(
+        self,
+        store: EpisodeStore,
+        config: str,
+        index: int,
+        shas: list[str],
+        remake: Callable[[int], dict[str, Any]],
+    ) -> None:
+        self.store, self.config, self.index, self.shas, self.remake = store, config, index, shas, remake
+        self._pcm: dict[int, np.ndarray] | None = None  # clip position -> PCM16, until that clip takes it
+        self._lock = threading.Lock()
+
+    def pcm16(self, position: int) -> np.ndarray:
+        with self._lock:
+            if self._pcm is None:
+                self._pcm = self._make()
+            pcm = self._pcm.pop(position, None)
+        if pcm is None:
+            raise StoredAudioMissing(f"episode {self.index} synthesized again differs from the stored one")
+        return pcm
+
+    def _make(self) -> dict[int, np.ndarray]:
+        episode = self.remake(self.index)
+        clips = clips_in_order(episode)
+        same = [clip.sha256 for clip in clips] == self.shas
+        if same:
+            encoded = encode_episode(episode)
+            if encoded is not None:
+                self.store.put_many(self.config, {self.index: encoded})
+        return {
+            i: clip.pcm16
+            for i, clip in enumerate(clips)
+            if i < len(self.shas) and clip.sha256 == self.shas[i]
+        }
 
 
 def _holds(data: bytes, sha: str, sampling_rate: int, frames: int) -> bool:
