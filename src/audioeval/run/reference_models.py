@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from audioeval.config.registry import TaskRegistry
 from audioeval.errors import ConfigError
@@ -30,6 +31,9 @@ from audioeval.run.prepared import PreparedTask
 from audioeval.run.progress import progress_bar
 from audioeval.run.serving import Server
 from audioeval.run.stages import RunContext, Sample, Stage
+
+if TYPE_CHECKING:
+    from audioeval.run.synthesis import EpisodeSource
 
 log = logging.getLogger("audioeval")
 
@@ -72,6 +76,7 @@ class ReferenceStage(Stage):
         self.models = models
         self.servers = {n: Server(m, store, kind="reference") for n, m in models.items()}
         self._studies: threading.Thread | None = None
+        self._source: EpisodeSource | None = None
 
     def _names(self, task: PreparedTask) -> list[str]:
         if task.augment is not None:
@@ -94,6 +99,7 @@ class ReferenceStage(Stage):
                 if probe is not None:
                     studies.append((name, task, *probe))
         if studies:
+            self._source = context.source
             self._studies = threading.Thread(
                 target=self._study, args=(studies, context), name="audioeval-studies", daemon=True
             )
@@ -131,6 +137,13 @@ class ReferenceStage(Stage):
             await server.close()
 
     def close(self) -> None:
+        """After the run, ended or failed: the studies' prefetch stops (within the episode it is making) and its
+        thread is joined before the models close and the episode store does, so no thread outlives the run."""
+        if self._studies is not None:
+            if self._source is not None:
+                self._source.stop()
+            self._studies.join()
+            self._studies = None
         for model in self.models.values():
             model.close()
 
