@@ -13,6 +13,9 @@ import argparse
 import logging
 import shutil
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -169,8 +172,9 @@ class _ShardWriter:
         return size
 
 
-def _write_config(builder: Any, out_dir: Path) -> ConfigStats:
-    """Stream every split's rows into parquet shards; returns what the card states about them."""
+def _write_config(builder: Any, out_dir: Path, begun: Begun | None = None) -> ConfigStats:
+    """Stream every split's rows into parquet shards; returns what the card states about them. `begun`: the
+    first split's rows the estimate made already, written as they are, and that split's rows after them."""
     import datasets
 
     features: datasets.Features = builder.info.features
@@ -180,10 +184,15 @@ def _write_config(builder: Any, out_dir: Path) -> ConfigStats:
     for split_gen in builder._split_generators(None):
         split = str(split_gen.name)
         writer = _ShardWriter(out_dir, split, features.arrow_schema)
-        examples = builder._generate_examples(**split_gen.gen_kwargs)
+        made: list[dict[str, Any]] = []
+        if begun is not None and begun.split == split:
+            made, examples, begun = begun.encoded, begun.rest, None
+        else:
+            examples = builder._generate_examples(**split_gen.gen_kwargs)
+        encoded = chain(made, (features.encode_example(row) for _key, row in examples))
         total = int(builder.num_episodes())
-        for _key, row in tqdm(examples, total=total, desc=f"{builder.config.name}/{split}", unit="row"):
-            writer.add(features.encode_example(row))
+        for row in tqdm(encoded, total=total, desc=f"{builder.config.name}/{split}", unit="row"):
+            writer.add(row)
             rows += 1
         download_size += writer.finish()
         arrow_bytes += writer.arrow_bytes
@@ -226,8 +235,8 @@ def cmd_build(argv: list[str], leaderboard: LeaderboardProbe | None = None) -> i
     generation["builder_version"] = str(cls.VERSION)
     if plan is not None:  # degraded copies: which conditions the <config>@<condition> configs hold
         generation["augment"] = plan.record()
-    _say_estimate(args.benchmark, builders, destination)
-    stats, leaderboards = _write_folder(args, cls, builders, generation, destination, leaderboard)
+    begun = _say_estimate(args.benchmark, builders, destination)
+    stats, leaderboards = _write_folder(args, cls, builders, generation, destination, leaderboard, begun)
     written = sum(s.download_size or 0 for s in stats.values())
     print(
         f"wrote {sum(s.num_examples for s in stats.values())} rows in {len(stats)} config(s) "
@@ -242,14 +251,27 @@ def cmd_build(argv: list[str], leaderboard: LeaderboardProbe | None = None) -> i
 SAMPLE_ROWS = 4  # rows of each config made up front to estimate the build (the first also warms up)
 
 
-def _say_estimate(benchmark: str, builders: dict[str, Any], destination: Path) -> None:
+@dataclass
+class Begun:
+    """A config's first rows, made and encoded for the estimate, and the rest of their split still to make:
+    the build writes these rows and goes on from there (nothing is made twice)."""
+
+    split: str
+    encoded: list[dict[str, Any]]
+    rest: Iterator[tuple[Any, dict[str, Any]]]
+
+
+def _say_estimate(benchmark: str, builders: dict[str, Any], destination: Path) -> dict[str, Begun]:
     """Before any writing: how many rows, about how many bytes and how long, from a few rows of each config
-    made and encoded as the build makes them (episodes are pure, so the build makes the same ones again), and
-    a warning when the destination's file system has less room than that."""
+    made and encoded as the build makes them, and a warning when the destination's file system has less room
+    than that. Returns those rows, begun, for the build to write."""
     rows = 0
     size = seconds = 0.0
-    for builder in builders.values():
-        n, per_row_bytes, per_row_s = _sample(builder)
+    begun = {}
+    for config, builder in builders.items():
+        n, per_row_bytes, per_row_s, started = _sample(builder)
+        if started is not None:
+            begun[config] = started
         rows += n
         size += n * per_row_bytes
         seconds += n * per_row_s
@@ -265,18 +287,22 @@ def _say_estimate(benchmark: str, builders: dict[str, Any], destination: Path) -
             "another --output_dir.",
             _size(free), destination.parent, _size(size),
         )  # fmt: skip
+    return begun
 
 
-def _sample(builder: Any) -> tuple[int, float, float]:
-    """(rows the config writes, parquet bytes per row, seconds per row) from its first rows, made, encoded and
-    compressed as the build does it."""
+def _sample(builder: Any) -> tuple[int, float, float, Begun | None]:
+    """(rows the config writes, parquet bytes per row, seconds per row, the rows begun) from its first rows,
+    made, encoded and compressed as the build does it."""
     features = builder.info.features
     total = int(builder.num_episodes())
     encoded: list[dict[str, Any]] = []
     times: list[float] = []
     clock = time.perf_counter()
+    begun = None
     for split_gen in builder._split_generators(None):
-        for _key, row in builder._generate_examples(**split_gen.gen_kwargs):
+        examples = builder._generate_examples(**split_gen.gen_kwargs)
+        begun = Begun(str(split_gen.name), encoded, examples)
+        for _key, row in examples:
             encoded.append(features.encode_example(row))
             now = time.perf_counter()
             times.append(now - clock)
@@ -285,11 +311,11 @@ def _sample(builder: Any) -> tuple[int, float, float]:
                 break
         break
     if not encoded:
-        return total, 0.0, 0.0
+        return total, 0.0, 0.0, begun
     sink = pa.BufferOutputStream()
     pq.write_table(pa.Table.from_pylist(encoded, schema=features.arrow_schema), sink)
     timed = times[1:] or times  # the first row pays for imports and loaded sources
-    return total, sink.tell() / len(encoded), sum(timed) / len(timed)
+    return total, sink.tell() / len(encoded), sum(timed) / len(timed), begun
 
 
 def _size(n: float) -> str:
@@ -371,12 +397,13 @@ def _write_folder(
     generation: dict[str, Any],
     destination: Path,
     leaderboard: LeaderboardProbe | None,
+    begun: dict[str, Begun] | None = None,
 ) -> tuple[dict[str, ConfigStats], str]:
     """Every config's shards, the card and the eval.yaml, written into a staging folder renamed to `destination`
     on success: a failed or interrupted (Ctrl-C, SIGTERM) build leaves nothing half-written there. Also what the
     eval.yaml step has to say."""
     with written_through_staging("--output_dir", destination, "building") as staging:
-        stats, build = _write_staging(args, cls, builders, generation, staging)
+        stats, build = _write_staging(args, cls, builders, generation, staging, begun or {})
         said = _write_eval_yaml(staging, args, build, leaderboard) if leaderboard else ""
     return stats, said
 
@@ -387,10 +414,11 @@ def _write_staging(
     builders: dict[str, Any],
     generation: dict[str, Any],
     staging: Path,
+    begun: dict[str, Begun],
 ) -> tuple[dict[str, ConfigStats], Build]:
     """Every config's shards and the dataset card, into `staging`; also what the card says."""
     benchmark = Path(args.benchmark).stem
-    stats = {c: _write_config(b, staging / c) for c, b in builders.items()}
+    stats = {c: _write_config(b, staging / c, begun.get(c)) for c, b in builders.items()}
     augment = (args.augment, args.augment_target) if args.augment else None
     base_configs = list(dict.fromkeys(c.split(CONDITION_SEPARATOR)[0] for c in builders))
     build = Build(
