@@ -35,6 +35,7 @@ import sqlite3
 import struct
 import threading
 import time
+import weakref
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -393,6 +394,9 @@ class EpisodeStore:
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         self._warned: set[str] = set()
+        # sha256 -> samples decoded, while a clip holds them: a clip that recurs across episodes (a Morse
+        # bank's letters, a corpus clip) is decoded once, not once per episode
+        self._decoded: weakref.WeakValueDictionary[str, np.ndarray] = weakref.WeakValueDictionary()
         self._size: int | None = None
         self._opened = False
         try:
@@ -505,8 +509,12 @@ class EpisodeStore:
         again: _MadeAgain | None,
     ) -> Callable[[], np.ndarray]:
         def load() -> np.ndarray:
+            with self._lock:
+                decoded = self._decoded.get(sha)
+            if decoded is not None and len(decoded) == frames:
+                return decoded
             try:
-                return self.read_clip(sha, frames, blob)
+                decoded = self.read_clip(sha, frames, blob)
             except StoredAudioMissing as err:
                 if again is None:
                     raise
@@ -516,6 +524,11 @@ class EpisodeStore:
                         f"the episode store {self.path}: a clip of episode {where[0]} could not be read back "
                         f"({err}); such episodes are synthesized again.",
                     )
+            else:
+                decoded.flags.writeable = False  # shared by the clips of that content
+                with self._lock:
+                    self._decoded[sha] = decoded
+                return decoded
             return again.pcm16(where[1])
 
         return load
