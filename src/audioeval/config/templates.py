@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import secrets
+import threading
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -101,6 +102,28 @@ def make_environment(search_dirs: list[Path]) -> ImmutableSandboxedEnvironment:
     )
 
 
+class _Nonces:
+    """Random 8-byte nonces as hex, drawn from the operating system's generator a few hundred at a time: a
+    render is one draw from memory rather than a system call (which would hand the interpreter lock to the
+    event loop in the middle of rendering, and wait to get it back)."""
+
+    BATCH = 512
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._ready: list[str] = []
+
+    def draw(self) -> str:
+        with self._lock:
+            if not self._ready:
+                pool = secrets.token_hex(8 * self.BATCH)
+                self._ready = [pool[i : i + 16] for i in range(0, len(pool), 16)]
+            return self._ready.pop()
+
+
+_NONCES = _Nonces()
+
+
 class Markers:
     """The markers that audio() and turn() leave in the text of one render. Each carries a nonce drawn at
     random for that render, so text that reaches the output from data (a model's answer, a label, a stored
@@ -108,7 +131,7 @@ class Markers:
     marker stays plain text."""
 
     def __init__(self) -> None:
-        nonce = secrets.token_hex(8)
+        nonce = _NONCES.draw()
         self.audio_prefix, self.turn_prefix = f"\x01{nonce}:", f"\x02{nonce}:"
 
     def audio(self, index: int) -> str:
