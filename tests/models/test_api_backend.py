@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ from audioeval.errors import ModelError
 from audioeval.models.openai_chat import OpenAIChatModel
 from audioeval.models.registry import create_model
 from audioeval.testing.fake_openai import FakeOpenAIServer, Fault
-from audioeval.types import AudioClip, AudioPart, Message, Request, RequestId, TextPart
+from audioeval.types import AudioClip, AudioPart, Message, Request, RequestId, Response, TextPart
 from tests.conftest import latest_run, load_results, load_samples, run_cli
 
 
@@ -225,6 +226,63 @@ def test_the_body_sent_is_what_the_sdk_would_send():
         model = OpenAIChatModel(model="m", base_url=server.base_url)
         (response,) = model.generate([request])
     assert response.ok and server.requests == [expected]
+
+
+@pytest.mark.parametrize("text", ['say "hi"\n\u00e9\u4e2d \U0001f3b5', "\x00audioeval:encoded\x00", ""])
+def test_the_body_is_the_json_of_its_document_with_each_clip_spliced_in_uncopied(text):
+    """What is sent is what json.dumps writes for the document, whatever its text holds (even the text that
+    stands in for a clip while the rest is encoded); each clip's base64 goes out as its own bytes object."""
+    from audioeval.models.api.body import Encoded, JsonBody
+
+    clips = [b"QUJD" * 1000, b"REVG"]
+    audio = [{"type": "input_audio", "input_audio": {"data": Encoded(c), "format": "wav"}} for c in clips]
+    document = {
+        "model": "m",
+        "messages": [{"role": "user", "content": [{"type": "text", "text": text}, *audio]}],
+        "temperature": 0.0,
+        "stop": ["\n", text],
+        "seed": None,
+        "top_k": 5,
+    }
+    body = JsonBody.of(document)
+    assert body.to_bytes() == json.dumps(document, default=lambda e: e.data.decode("ascii")).encode()
+    assert body.size == len(body.to_bytes())
+    assert [c for c in body.chunks if len(c) >= 4 and c in clips] == clips
+    assert all(any(chunk is c for chunk in body.chunks) for c in clips)
+
+
+def test_a_requests_audio_is_read_and_encoded_off_the_event_loop(monkeypatch):
+    """The serving path hands a request's clips to the backend's preparation on a worker thread, so the
+    event loop that sends and receives never spends its time encoding audio."""
+    import asyncio
+    import threading
+
+    import audioeval.types as types_module
+    from audioeval.run.cache import NoCache
+    from audioeval.run.serving import Server
+
+    encoders: list[threading.Thread] = []
+    real = types_module.b64encode
+    monkeypatch.setattr(
+        types_module, "b64encode", lambda b: encoders.append(threading.current_thread()) or real(b)
+    )
+    clips = [_clip(20), _clip(21)]
+    request = Request((Message("user", tuple(AudioPart(c) for c in clips)),), {}, RequestId("t", 2, 0))
+
+    async def serve() -> tuple[threading.Thread, Response]:
+        server = Server(model, NoCache(), kind="generate")
+        try:
+            return threading.current_thread(), await server.generate(request)
+        finally:
+            await server.close()
+
+    with FakeOpenAIServer() as fake:
+        model = OpenAIChatModel(model="m", base_url=fake.base_url)
+        loop_thread, response = asyncio.run(serve())
+    assert response.ok and len(encoders) == 2 and loop_thread not in encoders
+    parts = fake.requests[0]["messages"][0]["content"]
+    sent = [decode_wav(base64.b64decode(p["input_audio"]["data"]))[0] for p in parts]
+    assert all(np.array_equal(s, c.samples) for s, c in zip(sent, clips, strict=True))
 
 
 def test_each_clip_is_encoded_once_however_often_it_is_sent(monkeypatch):

@@ -291,11 +291,16 @@ class StreamingModel(Model):
     """A backend that takes one request at a time and keeps several in flight (API endpoints)."""
 
     streams: bool = True
-    batch_window = 1  # every request is handed over the moment it is rendered
+    batch_window = 1  # every request is handed over the moment it is rendered (an episode's together)
 
     @abstractmethod
     async def generate_one(self, request: Request) -> Response:
         """The response to one request (Response(error=...) when the backend gave up on it)."""
+
+    def prepare_request(self, request: Request) -> None:
+        """Work on a request's audio that can be done before `generate_one`, on a worker thread rather than the
+        event loop (the serving path calls it for each request with audio): encoding its clips, say. The
+        clips' samples are read by then. Nothing by default."""
 
     def generate(self, requests: list[Request]) -> list[Response]:
         """All at once, in order: for callers outside the evaluator (cascade stages, scripts)."""

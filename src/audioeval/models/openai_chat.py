@@ -446,6 +446,10 @@ class OpenAIChatModel(StreamingModel):
             return Response(text=c.value.text, latency_s=c.latency_s, info=info, spoken=spoken)
         return Response(text=c.value, failure=failure, latency_s=c.latency_s, info=info)
 
+    def prepare_request(self, request: Request) -> None:
+        for clip in request.clips:
+            clip.wav_base64  # noqa: B018 - encoded once per clip, here rather than on the event loop
+
     def _parse(self, reply: Any) -> str | AudioAnswer:
         if self.audio is None:
             return parse_reply(reply)

@@ -23,6 +23,8 @@ from audioeval.run.episode_store import audio_unread, read_audio
 from audioeval.run.timing import GENERATE_CPU
 from audioeval.types import Request, Response
 
+AUDIO_THREADS = 2  # read and encode a streaming backend's audio (Server._reader)
+
 
 def longest_first(request: Request) -> tuple[float, int]:
     """Sort key: a chunk then holds requests of similar length, and memory peaks early."""
@@ -43,6 +45,7 @@ class Server:
         self._twins: dict[str, asyncio.Future[Response]] = {}  # content key -> the request in flight
         self._tasks: set[asyncio.Task[None]] = set()
         self._executor: ThreadPoolExecutor | None = None
+        self._audio: ThreadPoolExecutor | None = None  # reads a streaming backend's audio (_reader)
 
     # ------------------------------------------------------------------------------------------------------
     def submit(self, requests: list[Request]) -> list[asyncio.Future[Response]]:
@@ -82,9 +85,10 @@ class Server:
     async def _stream_one(self, key: str, request: Request, future: asyncio.Future[Response]) -> None:
         self.stats.requests += 1
         try:
-            if audio_unread(request):  # clips from the episode store: read (and decoded) off the event loop
-                await asyncio.to_thread(read_audio, request)
-            response = await self.model.generate_one(request.for_backend())  # type: ignore[attr-defined]
+            request = request.for_backend()
+            if request.clips:  # clips read (from the episode store) and encoded off the event loop
+                await asyncio.get_running_loop().run_in_executor(self._reader(), self._prepare, request)
+            response = await self.model.generate_one(request)  # type: ignore[attr-defined]
             response = check_generated(self.model, [response], 1)[0]
         except BaseException as err:
             self._fail([(key, future)], err)
@@ -92,6 +96,22 @@ class Server:
                 raise
             return
         self._deliver([(key, future, response)])
+
+    def _reader(self) -> ThreadPoolExecutor:
+        """Two threads for the requests' audio (decompressing and encoding, mostly outside the interpreter lock):
+        a request with ten clips need not wait for all of them alone, and more threads would only take turns at
+        the lock with the event loop and each other."""
+        if self._audio is None:
+            self._audio = ThreadPoolExecutor(
+                max_workers=AUDIO_THREADS, thread_name_prefix=f"audioeval-{self.kind}-audio"
+            )
+        return self._audio
+
+    def _prepare(self, request: Request) -> None:
+        """On the reader thread: the request's stored clips read, then whatever the backend does before sending."""
+        if audio_unread(request):
+            read_audio(request)
+        self.model.prepare_request(request)  # type: ignore[attr-defined]
 
     async def _batches(
         self, loop: asyncio.AbstractEventLoop, misses: list[tuple[str, Request, asyncio.Future[Response]]]
@@ -183,9 +203,10 @@ class Server:
             task.cancel()
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
-        if self._executor is not None:
-            self._executor.shutdown(wait=False, cancel_futures=True)
-            self._executor = None
+        for pool in (self._executor, self._audio):
+            if pool is not None:
+                pool.shutdown(wait=False, cancel_futures=True)
+        self._executor = self._audio = None
         await self.model.aclose()
 
 
