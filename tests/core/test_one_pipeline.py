@@ -3,6 +3,7 @@ serves every task, and results do not depend on how many worker processes synthe
 
 from __future__ import annotations
 
+import gc
 import threading
 
 import pytest
@@ -66,6 +67,7 @@ def test_the_next_task_is_sent_before_the_last_answer_of_the_one_before(toy_dir,
     run = latest_run(tmp_path / "out")
     assert set(load_results(run)["results"]) == set(TASKS)
     assert all(len(load_samples(run, t)) == 48 for t in TASKS)
+    assert gc.get_freeze_count() == 0  # the run leaves the garbage collector as it found it (a training loop)
 
 
 def test_one_realtime_session_pool_serves_every_task_of_the_run(toy_dir, tmp_path):

@@ -17,10 +17,13 @@ rows by (episode, k), so nothing depends on timing, concurrency, batch size or p
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import math
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -44,7 +47,9 @@ from audioeval.types import Request, RequestId, Response
 log = logging.getLogger("audioeval")
 
 SCORE_BATCH_MAX = 256  # finished samples scored together at most
-SCORE_LINGER_S = 0.2  # a metric call costs milliseconds whatever its size: let a few samples gather first
+# a metric call costs milliseconds whatever its size (an `evaluate` module's fixed cost): let samples gather
+# for up to this long, or until half a batch is ready, or until every sample dispatched has arrived
+SCORE_LINGER_S = 0.5
 UNSCORED_MAX = 4096  # finished samples (without audio) waiting for the scoring thread
 
 
@@ -109,8 +114,9 @@ class RunPipeline:
         self.show_progress = show_progress
         model = server.model
         # a batch backend gets fixed windows of requests (sorted and chunked inside each), so what is batched
-        # with what depends only on the request order; a streaming backend gets each request at once
+        # with what depends only on the request order; a streaming backend gets each episode's requests at once
         self.window = max(1, model.batch_window)
+        self.streams = model.streams
         streaming = model.max_in_flight if model.streams else 0
         self.pending_limit = 2 * self.window + 2 * (streaming + sum(s.max_in_flight for s in stages)) + 16
         self.runs = [TaskRun(task, [s for s in stages if s.applies(task)]) for task, _ in work]
@@ -119,10 +125,15 @@ class RunPipeline:
         self._error: BaseException | None = None
         self._samples: set[asyncio.Task[None]] = set()
         self._dispatched = 0
+        self._arrived = 0  # samples whose answers all arrived (ready for scoring or scored)
         self._scored = 0
         self._all_dispatched = False
 
     async def run(self) -> None:
+        with quiet_collector():
+            await self._run()
+
+    async def _run(self) -> None:
         started = time.perf_counter()
         cpu = (time.process_time(), GENERATE_CPU.seconds, SYNTHESIS_CPU.seconds)
         busy_before = self._busy()
@@ -130,6 +141,7 @@ class RunPipeline:
         self._pending = asyncio.Semaphore(self.pending_limit)
         self._unscored = asyncio.Semaphore(UNSCORED_MAX)
         self._ready: asyncio.Queue[Finished | None] = asyncio.Queue()
+        self._enough = asyncio.Event()  # a batch worth scoring is ready: see _score_loop
         self._scoring = ThreadPoolExecutor(max_workers=1, thread_name_prefix="audioeval-scoring")
         shots = max(len(t.shots) for t, _ in self.work) if self.work else 1
         feed = RunFeed(self.work, self.source, max(4, math.ceil(self.window / shots) + 2))
@@ -144,6 +156,7 @@ class RunPipeline:
             await self._feed(feed)
             self._all_dispatched = True
             self._ready.put_nowait(None)  # wakes the scorer to see that everything was dispatched
+            self._enough.set()
             await scorer
         except asyncio.CancelledError:
             if self._error is not None:  # a stage failed and stopped the pipeline: report that, not the stop
@@ -189,9 +202,12 @@ class RunPipeline:
             for pair in item.pairs:
                 await self._pending.acquire()
                 window.append(pair)
-                if len(window) >= self.window:
+                if len(window) >= self.window and not self.streams:
                     self._dispatch(run, window)
                     window = []
+            if self.streams and window:  # an episode's requests go together: one look-up in the store
+                self._dispatch(run, window)
+                window = []
 
     def _current_task_name(self) -> str | None:
         started = [r for r in self.runs if r.started is not None and not r.done]
@@ -291,6 +307,9 @@ class RunPipeline:
         )
         await self._unscored.acquire()
         self._ready.put_nowait(finished)
+        self._arrived += 1
+        if self._batch_ready():
+            self._enough.set()
         self._pending.release()
 
     def _abort_on_error(self, task: asyncio.Task[Any], name: str | None = None) -> None:
@@ -303,12 +322,21 @@ class RunPipeline:
                 self._main.cancel()
 
     # ---- scoring --------------------------------------------------------------------------------------------
+    def _batch_ready(self) -> bool:
+        """Half a batch waits, or every sample dispatched has arrived: score now rather than linger."""
+        everything = self._all_dispatched and self._arrived == self._dispatched
+        return everything or self._ready.qsize() >= SCORE_BATCH_MAX // 2
+
     async def _score_loop(self) -> None:
         loop = asyncio.get_running_loop()
         while not (self._all_dispatched and self._scored == self._dispatched):
             first = await self._ready.get()
-            if first is not None and not self._all_dispatched and self._ready.qsize() < SCORE_BATCH_MAX // 8:
-                await asyncio.sleep(SCORE_LINGER_S)
+            if first is not None and not self._batch_ready():
+                self._enough.clear()
+                try:
+                    await asyncio.wait_for(self._enough.wait(), SCORE_LINGER_S)
+                except TimeoutError:
+                    pass
             batch = [first] if first is not None else []
             while not self._ready.empty() and len(batch) < SCORE_BATCH_MAX:
                 item = self._ready.get_nowait()
@@ -351,6 +379,18 @@ class RunPipeline:
         for stage in self.stages:
             await stage.aclose()
         self._scoring.shutdown(wait=True)
+
+
+@contextmanager
+def quiet_collector() -> Iterator[None]:
+    """For the run, what was set up before it (modules, task configs, compiled templates: some 300,000 objects)
+    is left out of the cyclic garbage collector's full passes: each walked every one of them, 0.1-0.25 s of CPU
+    with the event loop stopped, a few times per run. Undone afterwards (they rejoin the oldest generation)."""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 # ---- scoring and records (on the scoring thread) -------------------------------------------------------------
