@@ -317,15 +317,23 @@ class Request:
         return describe_messages(self.messages)
 
     def content_key(self, model_identity: dict[str, Any]) -> str:
-        """SHA-256 over everything that determines the response: model, messages, audio, kwargs, choices."""
-        payload = {
-            "model": model_identity,
-            "messages": self.describe(),
-            "gen_kwargs": self.gen_kwargs,
-            "choices": list(self.choices) if self.choices is not None else None,
-        }
-        blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
+        """SHA-256 over everything that determines the response: model, messages, audio, kwargs, choices: the
+        JSON of {"choices", "gen_kwargs", "messages", "model"} with sorted keys and no spaces, written here
+        part by part so that the messages' part (most of it) is written once per request, not once per key."""
+        choices = list(self.choices) if self.choices is not None else None
+        blob = (
+            f'{{"choices":{_key_json(choices)},"gen_kwargs":{_key_json(self.gen_kwargs)},'
+            f'"messages":{self._messages_json},"model":{_key_json(model_identity)}}}'
+        )
         return hashlib.sha256(blob.encode()).hexdigest()
+
+    @cached_property
+    def _messages_json(self) -> str:
+        return _key_json(self.describe())
+
+
+def _key_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 
 
 @dataclass

@@ -231,3 +231,26 @@ def test_a_clips_identity_is_what_earlier_versions_computed():
     assert (
         hashlib.sha256(wav).hexdigest() == "b5ef0c13b5e70e6c91ef200b89da182f4926cdb248df03355eb9c55815e2f16f"
     )
+
+
+def test_a_requests_content_key_is_what_earlier_versions_computed():
+    """The response cache keys on it: the same request (text, audio, settings, label space) for the same model
+    must give the same key from one version to the next, for each model asking (the run's and a reference)."""
+    import numpy as np
+
+    from audioeval.types import AudioClip, AudioPart, Message, Request, RequestId, TextPart
+
+    clip = AudioClip.from_array(0.3 * np.sin(np.arange(1600) / 5.0), 16000)
+    messages = (
+        Message("system", (TextPart("be brief \u00e9 \U0001f3b5"),)),
+        Message("user", (TextPart('[Demo 1] "x"\n'), AudioPart(clip), TextPart(" Label:"))),
+    )
+    settings = {"max_new_tokens": 5, "until": ["\n"], "temperature": 0.0, "extra_body.x": {"b": 1, "a": None}}
+    request = Request(messages, settings, RequestId("t", 1, 0), choices=("1", "2"))
+    model = {"model": "openai", "endpoint_model": "m", "base_url": None, "defaults": {}}
+    assert request.content_key(model) == "74854a3ebd21f68f737f04a65399bc25ae37af248376ac2215c59f595ceae968"
+    assert (
+        request.content_key({"model": "shortcut", "version": 3})
+        == "8eebf567dc18d6d582a1c94d1c46f8f9e75a8bf67b12eb0e87aa4df366e40a91"
+    )
+    assert request.content_key(model) == request.content_key(dict(model))  # asked again: the same
