@@ -49,7 +49,7 @@ log = logging.getLogger("audioeval")
 SCORE_BATCH_MAX = 256  # finished samples scored together at most
 # a metric call costs milliseconds whatever its size (an `evaluate` module's fixed cost): let samples gather
 # for up to this long, or until half a batch is ready, or until every sample dispatched has arrived
-SCORE_LINGER_S = 0.5
+SCORE_LINGER_S = 1.0
 UNSCORED_MAX = 4096  # finished samples (without audio) waiting for the scoring thread
 
 
