@@ -4,6 +4,7 @@ text, and a render with a forged marker never crashes."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -88,6 +89,21 @@ def test_each_render_draws_its_own_nonce():
     assert first.turn("user") != second.turn("user") and first.audio(0) != second.audio(0)
     text = first.turn("system") + "a" + second.turn("user") + "b" + first.turn("user") + "c"
     assert first.split_turns(text, "x") == [("system", "a" + second.turn("user") + "b"), ("user", "c")]
+
+
+def test_a_forked_process_draws_nonces_of_its_own():
+    """Nonces come from a pool drawn a few hundred at a time: a child forked after a render (a data loader's
+    worker, say) must not render with the nonces its parent is about to use."""
+    Markers()  # the pool is filled
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its next nonce to the parent, then out without running pytest's exit
+        os.write(write, Markers().turn("user").encode())
+        os._exit(0)
+    os.close(write)
+    child = os.read(read, 100).decode()
+    os.waitpid(pid, 0)
+    assert child and child != Markers().turn("user")
 
 
 def test_prompts_do_not_depend_on_the_nonce(tmp_path):

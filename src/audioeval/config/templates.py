@@ -11,6 +11,7 @@ error naming the template file and line.
 
 from __future__ import annotations
 
+import os
 import re
 import secrets
 import threading
@@ -113,6 +114,10 @@ class _Nonces:
         self._lock = threading.Lock()
         self._ready: list[str] = []
 
+    def forget(self) -> None:
+        """In a forked child: its own draws from then on, not the parent's pool (nor its lock, held or not)."""
+        self._lock, self._ready = threading.Lock(), []
+
     def draw(self) -> str:
         with self._lock:
             if not self._ready:
@@ -122,6 +127,7 @@ class _Nonces:
 
 
 _NONCES = _Nonces()
+os.register_at_fork(after_in_child=_NONCES.forget)
 
 
 class Markers:
