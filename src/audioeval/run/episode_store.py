@@ -5,10 +5,11 @@ configuration and index, one row holding the episode as JSON with each audio cli
 (`{"__clip__": i}`, in the order the clips are first met, so clip objects shared inside the episode stay
 shared), and beside it the clips' audio, content-addressed by the SHA-256 of their PCM16 samples and
 compressed (`encode_clip`: 16-bit samples, first differences, low and high bytes apart, each plane deflated,
-run-length coded or kept as it is by its byte entropy: 2-80% of the PCM's size, AudioICL-Bench 54% on average,
-twice as fast as deflating everything for 3% more bytes). A clip read back is a `StoredClip`: its identity and length are known at once, its samples are
-read only when something needs them (a request that is not answered from the response cache), so a rerun whose
-answers are all cached decodes no audio at all.
+run-length coded or kept as it is by its byte entropy: 2-80% of the PCM's size, about half on average for the
+built-in procedural audio, twice as fast as deflating everything for 3% more bytes). A clip read back is a
+`StoredClip`: its identity and length are known at once, its samples are read only when something needs them
+(a request that is not answered from the response cache), so a rerun whose answers are all cached decodes no
+audio at all.
 
 Keys (`episode_key`): the builder and its file, its config and arguments (seed included), the robustness
 condition, and a digest of audioeval's files and the synthesizing libraries; not the templates, shots or
