@@ -45,7 +45,7 @@ def _prefix() -> str:
 
 # exit codes: 2 = the run could not start or stopped on an error, 3 = it finished but a task got no answer at
 # all or a judge endpoint went down
-EXIT_ERROR, EXIT_UNSCORED, EXIT_INTERRUPTED = 2, 3, 130
+EXIT_ERROR, EXIT_UNSCORED, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 2, 3, 130, 141
 
 
 def run_parser() -> argparse.ArgumentParser:
@@ -329,6 +329,9 @@ def main(argv: list[str] | None = None) -> int:
             sys.stderr.write(redact_message(traceback.format_exc()))
         _say_error(err)
         return EXIT_ERROR
+    except BrokenPipeError:  # stdout's reader is gone (`audioeval ... | head`): stop as a shell tool does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at interpreter exit
+        return EXIT_BROKEN_PIPE
     except OSError as err:
         if not _is_unwritable(err):
             raise

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,9 +23,35 @@ class _Silent:
         """Nothing to close."""
 
 
+class ReaderSafeStream:
+    """A terminal stream that drops what cannot be written once its reader is gone (`audioeval ... |& head`):
+    a bar updated from a thread must not raise there, where it would leave tqdm's lock behind it and every
+    other bar waiting for it."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return int(self._stream.write(text) or 0)
+        except (OSError, ValueError):  # a closed pipe, a closed file
+            return 0
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except (OSError, ValueError):
+            pass
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def progress_bar(show: bool, **kwargs: Any) -> Any:
     """A bar with tqdm's `kwargs` when `show`, else one that shows nothing and starts no thread."""
-    return tqdm(dynamic_ncols=True, **kwargs) if show else _Silent()
+    if not show:
+        return _Silent()
+    return tqdm(dynamic_ncols=True, file=ReaderSafeStream(kwargs.pop("file", sys.stderr)), **kwargs)
 
 
 @contextmanager
