@@ -12,8 +12,11 @@ import pytest
 
 from audioeval.config.registry import TaskRegistry
 from audioeval.models.baselines.chance import ChanceModel
-from audioeval.run import synthesis
+from audioeval.run import planning, synthesis
+from audioeval.run.conductor import run_evaluation
+from audioeval.run.planning import plan_run
 from audioeval.run.prepared import preflight, prepare_tasks
+from audioeval.run.settings import RunConfig
 from audioeval.run.synthesis import EpisodeSource
 from tests.conftest import TOY
 
@@ -94,3 +97,19 @@ def test_the_synthesis_counters_add_up_when_several_threads_make_episodes(toy_ta
         thread.join()
     assert source.synthesized == threads * per_thread
     assert source.synthesis_s == 0.5 * threads * per_thread
+
+
+def test_the_workers_server_starts_while_planning_only_if_episodes_are_to_make(tmp_path, monkeypatch):
+    """A cold run starts the server the synthesis workers are forked from while it prepares (its imports then
+    overlap preflight instead of holding up the first request); a rerun whose episodes are stored starts none."""
+    started: list[bool] = []
+    monkeypatch.setattr(planning, "start_forkserver", lambda: started.append(True))
+    cfg = RunConfig(tasks="audioicl_audio_remap", model="chance", limit="3", num_fewshot=[0, 1],
+                    cache_dir=str(tmp_path / "cache"), bootstrap_resamples=20, show_progress=False)  # fmt: skip
+    plan_run(cfg)
+    assert started == [True]
+    monkeypatch.setattr(synthesis, "worker_pool", lambda workers: InlinePool())
+    run_evaluation(cfg)  # stores the episodes
+    started.clear()
+    plan_run(cfg)
+    assert started == []

@@ -15,6 +15,7 @@ from typing import Any
 from audioeval.augment.plan import AugmentPlan, parse_augment
 from audioeval.config.judge_roles import JudgeRole
 from audioeval.config.registry import TaskRegistry
+from audioeval.data.builders import EpisodeBuilder
 from audioeval.errors import UsageError
 from audioeval.models.base import Model, check_model_args
 from audioeval.models.registry import get_model_class, use_backend_folders
@@ -27,6 +28,7 @@ from audioeval.run.progress import said_if_slow
 from audioeval.run.reference_models import check_reference_models
 from audioeval.run.requirements import check_installed, module_source
 from audioeval.run.settings import RunConfig, cache_folder
+from audioeval.run.synthesis import start_forkserver
 
 log = logging.getLogger("audioeval")
 
@@ -82,6 +84,8 @@ def plan_run(cfg: RunConfig) -> RunPlan:
     )
     tasks = with_conditions(tasks, augment)
     stored = stored_first_episodes(cfg, tasks)
+    if any(isinstance(t.builder, EpisodeBuilder) and t.indices and t.name not in stored for t in tasks):
+        start_forkserver()  # episodes will be synthesized: the workers' server starts while preflight runs
     # seconds of synthesis on a cold cache: said, so that they do not pass in silence
     to_make = len(tasks) - len(stored)
     with said_if_slow(

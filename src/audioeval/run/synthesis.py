@@ -211,6 +211,26 @@ _POOL_SIZE = 0
 _POOL_LOCK = threading.Lock()
 
 
+def _worker_context() -> Any:
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+    if hasattr(context, "set_forkserver_preload"):
+        context.set_forkserver_preload(["audioeval.run.synthesis"])
+    return context
+
+
+def start_forkserver() -> None:
+    """Start the server the workers are forked from, without waiting for it: it spends a couple of seconds of
+    CPU importing what synthesis needs, which the first worker would otherwise wait for with the run stopped.
+    Called as soon as the run knows it will synthesize, so that this overlaps the rest of its preparation."""
+    if synthesis_workers() <= 0 or "forkserver" not in multiprocessing.get_all_start_methods():
+        return
+    _worker_context()
+    from multiprocessing import forkserver
+
+    forkserver.ensure_running()
+
+
 def worker_pool(workers: int) -> ProcessPoolExecutor:
     """One pool per process, kept until `close_worker_pool` (the end of an `evaluate` call) or the exit."""
     global _POOL, _POOL_SIZE
@@ -218,10 +238,7 @@ def worker_pool(workers: int) -> ProcessPoolExecutor:
         if _POOL is None or _POOL_SIZE != workers or getattr(_POOL, "_broken", False):
             if _POOL is not None:
                 _POOL.shutdown(wait=False, cancel_futures=True)
-            methods = multiprocessing.get_all_start_methods()
-            context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
-            if hasattr(context, "set_forkserver_preload"):
-                context.set_forkserver_preload(["audioeval.run.synthesis"])
+            context = _worker_context()
             _POOL = ProcessPoolExecutor(workers, mp_context=context, initializer=_quiet_worker)
             _POOL_SIZE = workers
         return _POOL
