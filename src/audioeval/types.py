@@ -47,17 +47,13 @@ class AudioClip:
     def from_array(cls, array: Any, sampling_rate: int) -> AudioClip:
         """The samples put on the 16-bit grid (`quantize`), hashed from the PCM16 bytes made on the way:
         the identity comes with the clip, on the thread that made it, without a second conversion."""
-        return cls._of_pcm16(to_pcm16(np.asarray(array, dtype=np.float32)), sampling_rate)
+        return PcmClip(to_pcm16(np.asarray(array, dtype=np.float32)), sampling_rate)
 
     @classmethod
     def from_pcm16(cls, pcm: np.ndarray, sampling_rate: int) -> AudioClip:
         """A clip of PCM16 samples a model sent, kept exactly: its hash, WAV bytes and `pcm16` are these samples
         (-32768 included, which the float samples, on the +-32767 grid, cannot give back)."""
-        return cls._of_pcm16(np.ascontiguousarray(pcm, dtype="<i2"), sampling_rate)
-
-    @classmethod
-    def _of_pcm16(cls, pcm: np.ndarray, sampling_rate: int, sha256: str | None = None) -> AudioClip:
-        return PcmClip(pcm, sampling_rate, sha256)
+        return PcmClip(np.ascontiguousarray(pcm, dtype="<i2"), sampling_rate)
 
     @property
     def pcm16(self) -> np.ndarray:
@@ -76,7 +72,7 @@ class AudioClip:
         pcm = self.known_pcm16()
         if pcm is None:
             return super().__reduce_ex__(protocol)
-        return (_clip_of_pcm16, (pcm, self.sampling_rate, self.sha256))
+        return (PcmClip, (pcm, self.sampling_rate, self.sha256))
 
     def wav_bytes(self) -> bytes:
         """The clip as a 16-bit WAV file."""
@@ -144,10 +140,6 @@ class PcmClip(AudioClip):
     @property
     def frames(self) -> int:
         return len(self.__dict__["_pcm16"])
-
-
-def _clip_of_pcm16(pcm: np.ndarray, sampling_rate: int, sha256: str) -> AudioClip:
-    return PcmClip(pcm, sampling_rate, sha256)
 
 
 def _pcm_sha256(pcm: np.ndarray, sampling_rate: int) -> str:

@@ -422,6 +422,14 @@ class EpisodeStore:
         db.execute("PRAGMA synchronous=NORMAL")
         return db
 
+    def _abandon(self, db: sqlite3.Connection, err: sqlite3.Error) -> None:
+        """A write that failed: its transaction rolled back (if it is still open), the store given up."""
+        try:
+            db.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
+        self._give_up(err)
+
     def _give_up(self, err: Exception) -> None:
         if self.usable and not self.quiet:
             log.warning("the episode store %s is unusable (%s): episodes are synthesized.", self.path, err)
@@ -585,11 +593,7 @@ class EpisodeStore:
                 added += len(text)
             db.execute("COMMIT")
         except sqlite3.Error as err:
-            try:
-                db.execute("ROLLBACK")
-            except sqlite3.Error:
-                pass
-            self._give_up(err)
+            self._abandon(db, err)
             return
         self._size = (self._size if self._size is not None else self.size()) + added
         if self._size > self.cap_bytes:
@@ -648,11 +652,7 @@ class EpisodeStore:
                 db.execute("DELETE FROM clips WHERE sha256 NOT IN (SELECT sha256 FROM clip_refs)")
                 db.execute("COMMIT")
         except sqlite3.Error as err:
-            try:
-                db.execute("ROLLBACK")
-            except sqlite3.Error:
-                pass
-            self._give_up(err)
+            self._abandon(db, err)
 
     def close(self) -> None:
         with self._lock:
