@@ -200,3 +200,7 @@ class AudioICLBench(EpisodeBuilder):
         if index < 0:
             raise IndexError(f"episode index must be non-negative, got {index}")
         return generator(self.settings.task).generate(self.settings, int(index))
+
+    def episode_outline(self, index: int) -> dict[str, Any] | None:
+        outline = getattr(generator(self.settings.task), "outline", None)
+        return None if outline is None or index < 0 else outline(self.settings, int(index))

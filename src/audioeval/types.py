@@ -142,6 +142,28 @@ class PcmClip(AudioClip):
         return len(self.__dict__["_pcm16"])
 
 
+class UnrenderedClip(AudioClip):
+    """A clip of an episode outline (`EpisodeBuilder.episode_outline`): the episode's structure and labels
+    without synthesis. Its `sha256` is an identity standing for the clip the full episode holds (two clips
+    of one outline share it exactly when the full episode's clips are byte-identical); its samples were
+    never made, and reading them is an error (a template sees its length as nan seconds)."""
+
+    def __init__(self, identity: str, sampling_rate: int) -> None:
+        self.sampling_rate = int(sampling_rate)
+        self.__dict__["sha256"] = identity
+
+    @property
+    def samples(self) -> np.ndarray:
+        raise ValueError(
+            f"clip {self.sha256!r} belongs to an episode outline, which has no audio: read the episode itself "
+            "(EpisodeBuilder.episode) for its samples."
+        )
+
+    @samples.setter
+    def samples(self, value: np.ndarray) -> None:
+        raise AttributeError("an episode outline's clip has no samples")
+
+
 def _pcm_sha256(pcm: np.ndarray, sampling_rate: int) -> str:
     h = hashlib.sha256(str(sampling_rate).encode() + b":")
     h.update(pcm.data)  # the buffer itself: no copy

@@ -11,6 +11,7 @@ error naming the template file and line.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import secrets
@@ -32,7 +33,7 @@ from audioeval.config.template_bounds import (
     render_bounded,
 )
 from audioeval.errors import ConfigError
-from audioeval.types import AudioClip, AudioPart, Message, Role, TextPart
+from audioeval.types import AudioClip, AudioPart, Message, Role, TextPart, UnrenderedClip
 
 _RAW_PLACEHOLDERS = re.compile(
     r"<audio>|<\|AUDIO\|>|<\|audio_bos\|>|<\|audio_pad\|>|<\|audio_start\|>|<audio_soft_token>|<\|audio_\d+\|>",
@@ -69,7 +70,9 @@ def template_view(obj: Any, handles: dict[int, AudioClip] | None = None, where: 
         if isinstance(value, AudioClip):
             handle = memo.get(id(value))
             if handle is None:
-                handle = memo[id(value)] = ClipHandle(round(value.seconds, 6), value.sampling_rate)
+                # an episode outline's clip has no length (what a study renders reads labels, not lengths)
+                seconds = math.nan if isinstance(value, UnrenderedClip) else round(value.seconds, 6)
+                handle = memo[id(value)] = ClipHandle(seconds, value.sampling_rate)
                 handles[id(handle)] = value
             return handle
         if isinstance(value, dict):

@@ -191,6 +191,13 @@ class EpisodeBuilder(datasets.GeneratorBasedBuilder):
     def episode(self, index: int) -> dict[str, Any]:
         raise NotImplementedError
 
+    def episode_outline(self, index: int) -> dict[str, Any] | None:
+        """Episode `index`'s structure and labels without synthesis, for a model that studies episodes without
+        listening (a signal-blind baseline): the episode's shape, labels and label facts, with
+        `types.UnrenderedClip`s whose identities are equal exactly where the episode's clips are
+        byte-identical. None (the default): this builder makes none, and the episode itself is read."""
+        return None
+
     def validate(self) -> None:
         """Check the config and any source folders before generation starts; raise ConfigError/DataError."""
 

@@ -54,8 +54,11 @@ class ModelTask(Protocol):
 
     def requests_for(self, episode: dict[str, Any]) -> list[tuple[Request, str]]: ...
 
-    def episodes_of_seed(self, seed: int, indices: Sequence[int]) -> Iterator[dict[str, Any]]:
-        """Episodes of the task's configuration under another seed (the run keeps them once made)."""
+    def episodes_of_seed(
+        self, seed: int, indices: Sequence[int], audio: bool = True
+    ) -> Iterator[dict[str, Any]]:
+        """Episodes of the task's configuration under another seed (the run keeps them once made); with
+        `audio=False`, outlines where the builder makes them (labels and clip identities, no synthesis)."""
         ...
 
 
@@ -67,6 +70,10 @@ class Model(ABC):
     tables show them."""
 
     name: ClassVar[str] = ""
+    #: False when the model's study of probe episodes (`probe_episodes`) reads their labels and clip
+    #: identities only, never samples: the run then gives it episode outlines where the builder makes them
+    #: (`EpisodeBuilder.episode_outline`), and synthesizes nothing for the study.
+    studies_audio: ClassVar[bool] = True
     #: True when the backend needs the task's label space (e.g. `chance`).
     needs_choices: ClassVar[bool] = False
     #: True for backends that take requests one at a time, concurrently (StreamingModel); a wrapper may set it

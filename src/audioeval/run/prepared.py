@@ -44,6 +44,7 @@ class PreparedTask:
     episode_source: Any = None
     # (index, episode) that preflight made: the run's first episode of this task, not made twice
     preflight_episode: tuple[int, dict[str, Any]] | None = None
+    _seed_builders: dict[int, Any] = field(default_factory=dict, repr=False)  # episodes_of_seed's builders
 
     @property
     def name(self) -> str:
@@ -70,24 +71,48 @@ class PreparedTask:
         episode = self.builder.episode(index)
         return episode if self.augment is None else augment_episode(episode, self.augment, self.builder)
 
-    def episodes_of_seed(self, seed: int, indices: Sequence[int]) -> Iterator[dict[str, Any]]:
+    def episodes_of_seed(
+        self, seed: int, indices: Sequence[int], audio: bool = True
+    ) -> Iterator[dict[str, Any]]:
         """Episodes of this task's configuration under another seed (what a reference model studies): from the
-        run's episode source (kept in the episode store, synthesized once per configuration), else made here."""
+        run's episode source (kept in the episode store, synthesized once per configuration), else made here.
+        `audio=False` (a model that studies without listening): outlines instead where the builder makes them
+        (`EpisodeBuilder.episode_outline`: labels and clip identities, nothing synthesized)."""
+        outliner = None if audio else self.outline_builder(seed)
+        if outliner is not None:
+            for index in indices:
+                yield outliner.episode_outline(index)
+            return
         if self.episode_source is not None:
             for _index, episode, _seconds in self.episode_source.episodes(self, list(indices), seed):
                 yield episode
             return
-        config = self.config
-        builder = make_builder(
-            config.builder,
-            config.builder_config,
-            {**config.builder_kwargs, "seed": seed},
-            base_dir=config.dir_of("builder"),
-            source=str(config.path),
-        )
+        builder = self._builder_of_seed(seed)
         for index in indices:
             episode = builder.episode(index)
             yield episode if self.augment is None else augment_episode(episode, self.augment, builder)
+
+    def outline_builder(self, seed: int) -> Any:
+        """The builder of this task's configuration under `seed` when it outlines episodes
+        (`EpisodeBuilder.episode_outline`), else None (nor for a degraded copy: its clips are transformed)."""
+        if self.augment is not None:
+            return None
+        builder = self._builder_of_seed(seed)
+        outline = getattr(builder, "episode_outline", None)
+        return builder if outline is not None and outline(0) is not None else None
+
+    def _builder_of_seed(self, seed: int) -> Any:
+        builder = self._seed_builders.get(seed)
+        if builder is None:
+            config = self.config
+            builder = self._seed_builders[seed] = make_builder(
+                config.builder,
+                config.builder_config,
+                {**config.builder_kwargs, "seed": seed},
+                base_dir=config.dir_of("builder"),
+                source=str(config.path),
+            )
+        return builder
 
     def requests_for(self, episode: dict[str, Any]) -> list[tuple[Request, str]]:
         """One (request, target) per shot count for this episode."""

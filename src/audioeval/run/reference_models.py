@@ -10,7 +10,8 @@ report shows them beside the model's scores without running anything itself.
 A reference model that studies episodes of another seed before answering (`Model.probe_episodes`, e.g. a
 signal-blind baseline's probe episodes) gets them from the run's episode source: synthesized once per configuration,
 ahead, on a thread of their own with their own progress line, and kept in the episode store for every later
-run, whatever its model."""
+run, whatever its model. A model that studies without listening (`Model.studies_audio` False) gets episode
+outlines instead where the task's builder makes them: nothing is synthesized for it."""
 
 from __future__ import annotations
 
@@ -95,9 +96,11 @@ class ReferenceStage(Stage):
         for task in context.tasks:
             task.episode_source = context.source
             for name in self._names(task):
-                probe = self.models[name].probe_episodes(task)
-                if probe is not None:
-                    studies.append((name, task, *probe))
+                model = self.models[name]
+                probe = model.probe_episodes(task)
+                if probe is None or (not model.studies_audio and task.outline_builder(probe[0]) is not None):
+                    continue  # nothing to study, or outlines: made when studied, nothing to synthesize
+                studies.append((name, task, *probe))
         if studies:
             self._source = context.source
             self._studies = threading.Thread(

@@ -1,5 +1,5 @@
 """The reference model's study (the `shortcut` baseline's probe episodes, prefetched on a thread of their own)
-ends with the run: a run that fails leaves no study running behind it, writing to a closed episode store."""
+ends with the run (AudioRemap: a task without outlines, whose probes are synthesized): a run that fails leaves no study running behind it, writing to a closed episode store."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def test_a_failed_run_leaves_no_reference_study_behind(tmp_path, monkeypatch):
     monkeypatch.setattr(synthesis, "make_episode", slow_probe)
     before = set(threading.enumerate())
     with pytest.raises(DataError):
-        audioeval.evaluate(tasks=["audioicl_audio_count"], model=Unreachable(), limit=1, num_fewshot=0,
+        audioeval.evaluate(tasks=["audioicl_audio_remap"], model=Unreachable(), limit=1, num_fewshot=0,
                            cache_dir=str(tmp_path / "cache"), no_progress=True)  # fmt: skip
     left = {t.name for t in set(threading.enumerate()) - before}
     assert "audioeval-studies" not in left

@@ -19,6 +19,7 @@ from audioeval.benchmarks.audioicl_bench.common import (
     clip,
     episode,
     episode_rng,
+    outline_clip,
     slot_rng,
 )
 from audioeval.benchmarks.audioicl_bench.sounds import machines
@@ -50,12 +51,37 @@ def _synth_clip(
     return machines.render_anomalous(unit, kind, settings.anomaly_strength_db, seconds, sr, rng)
 
 
-def _generate_synth(settings: Settings, index: int) -> dict[str, Any]:
-    sr = settings.sampling_rate
+def _plan_synth(settings: Settings, index: int) -> tuple[str, machines.MachineUnit, str]:
+    """The procedural episode's draws before any rendering: the machine, its unit and the query's label."""
     rng = episode_rng(settings, index)
     machine = machines.MACHINE_TYPES[int(rng.integers(len(machines.MACHINE_TYPES)))]
     unit = machines.draw_unit(machine, rng)
-    query_label = LABELS[int(rng.integers(2))]
+    return machine, unit, LABELS[int(rng.integers(2))]
+
+
+def outline(settings: Settings, index: int) -> dict[str, Any] | None:
+    """The episode's labels and clip identities without rendering (`EpisodeBuilder.episode_outline`), for the
+    procedural machines: every recording is drawn from its own slot's generator (a demo's Normal then its
+    Anomalous from one), so none is a twin. None with DCASE files, whose files may repeat bytes."""
+    if settings.machines.corpus is not None:
+        return None
+    machine, unit, query_label = _plan_synth(settings, index)
+
+    def recording(label: str, role: str, slot: int, position: int) -> tuple[dict[str, Any], dict[str, Any]]:
+        labelled = outline_clip(settings, index, slot, role, label if role != "query" else None, position)
+        return labelled, {"label": label}
+
+    query = recording(query_label, "query", QUERY_SLOT, 0)
+    pairs = [
+        (recording("Normal", "Normal", i + 1, 0), recording("Anomalous", "Anomalous", i + 1, 1))
+        for i in range(settings.max_shots)
+    ]
+    return _assemble(settings, index, machine, query_label, query, pairs, {"unit": unit.describe()})
+
+
+def _generate_synth(settings: Settings, index: int) -> dict[str, Any]:
+    sr = settings.sampling_rate
+    machine, unit, query_label = _plan_synth(settings, index)
 
     def recording(label: str, role: str, srng: np.random.Generator) -> tuple[dict[str, Any], dict[str, Any]]:
         samples, info = _synth_clip(settings, unit, label == "Anomalous", srng)

@@ -10,7 +10,7 @@ import numpy as np
 from audioeval.benchmarks.audioicl_bench.configs import CONFIGS
 from audioeval.benchmarks.audioicl_bench.sounds.morse import MorseStyle
 from audioeval.benchmarks.audioicl_bench.sources import Digits, Distractors, Machines, OneShots
-from audioeval.types import AudioClip
+from audioeval.types import AudioClip, UnrenderedClip
 
 TASK_IDS = {name: spec.task_id for name, spec in CONFIGS.items()}  # seeds every episode (configs.py)
 QUERY_SLOT = 0
@@ -48,6 +48,16 @@ def slot_rng(settings: Settings, index: int, slot: int) -> np.random.Generator:
 
 def clip(role: str, label: str | None, samples: np.ndarray, sampling_rate: int) -> dict[str, Any]:
     return {"role": role, "label": label, "audio": AudioClip.from_array(samples, sampling_rate)}
+
+
+def outline_clip(
+    settings: Settings, index: int, slot: int, role: str, label: str | None, position: int = 0
+) -> dict[str, Any]:
+    """A clip of an episode outline: `clip` without the samples. Its identity names the clip's place (episode,
+    slot, position in the slot), which stands for its bytes in the generators that outline: there every clip
+    is drawn from its own slot's generator, so no two clips of an episode are byte-identical."""
+    identity = f"outline:{settings.task}:{settings.seed}:{index}:{slot}:{position}"
+    return {"role": role, "label": label, "audio": UnrenderedClip(identity, settings.sampling_rate)}
 
 
 def episode(

@@ -19,6 +19,7 @@ from audioeval.benchmarks.audioicl_bench.common import (
     clip,
     episode,
     episode_rng,
+    outline_clip,
     slot_rng,
 )
 
@@ -70,13 +71,38 @@ def _render(
     return np.clip(cap_peak(canvas, 0.999), -1.0, 1.0), info
 
 
-def generate(settings: Settings, index: int) -> dict[str, Any]:
-    hard = settings.task == "audio_count_hard"
+RULE = "label = number of times the sound occurs"
+
+
+def _plan(settings: Settings, index: int) -> tuple[int, list[int]]:
+    """The episode's draws before any rendering: the sound's key and the counts (query first)."""
     rng = episode_rng(settings, index)
     key = settings.oneshots.draw(rng)
     counts = [int(c) for c in rng.permutation(np.array(COUNTS))]
     if settings.shortcut_free:
         counts[0] = int(rng.choice(COUNTS))
+    return key, counts
+
+
+def outline(settings: Settings, index: int) -> dict[str, Any]:
+    """The episode's labels and clip identities without rendering (`EpisodeBuilder.episode_outline`). Every
+    clip is laid out by its own slot's generator (and, hard, mixed with its own bed), so none is a twin."""
+    _key, counts = _plan(settings, index)
+
+    def shot(slot: int, count: int, role: str) -> dict[str, Any]:
+        label = str(count)
+        return {"clips": [outline_clip(settings, index, slot, role, label if role == "demo" else None)],
+                "label": label, "count": count}  # fmt: skip
+
+    query = shot(QUERY_SLOT, counts[0], "query")
+    demos = [shot(i + 1, counts[i + 1], "demo") for i in range(settings.max_shots)]
+    facts = {"rule": RULE, "query_count": counts[0], "demo_counts": counts[1 : 1 + settings.max_shots]}
+    return episode(settings, index, demos, query, facts)
+
+
+def generate(settings: Settings, index: int) -> dict[str, Any]:
+    hard = settings.task == "audio_count_hard"
+    key, counts = _plan(settings, index)
     event = _event(settings, key)
     sr = settings.sampling_rate
 
@@ -93,7 +119,7 @@ def generate(settings: Settings, index: int) -> dict[str, Any]:
         demos,
         query,
         {
-            "rule": "label = number of times the sound occurs",
+            "rule": RULE,
             "sound": settings.oneshots.describe(key),
             "event_s": round(len(event) / sr, 5),
             "canvas_s": CANVAS_S,

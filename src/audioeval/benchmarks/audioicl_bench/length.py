@@ -20,7 +20,14 @@ from typing import Any
 import numpy as np
 
 from audioeval.audio.dsp import cap_peak, normalize_peak, seconds_to_samples
-from audioeval.benchmarks.audioicl_bench.common import QUERY_SLOT, Settings, clip, episode, slot_rng
+from audioeval.benchmarks.audioicl_bench.common import (
+    QUERY_SLOT,
+    Settings,
+    clip,
+    episode,
+    outline_clip,
+    slot_rng,
+)
 
 LENGTHS = tuple(range(1, 21))
 NOISE_RMS = 0.02
@@ -83,9 +90,14 @@ def _spans(regions: list[tuple[int, int]], sr: int) -> list[dict[str, float]]:
     return [{"start_s": round(a / sr, 5), "seconds": round((b - a) / sr, 5)} for a, b in regions]
 
 
+def draw_label(rng: np.random.Generator) -> int:
+    """A clip's label, the first draw of its slot's generator: the length (easy) or the audible time (hard)."""
+    return int(rng.integers(LENGTHS[0], LENGTHS[-1] + 1))
+
+
 def _easy(settings: Settings, rng: np.random.Generator) -> tuple[int, np.ndarray, dict[str, Any]]:
     sr = settings.sampling_rate
-    total = int(rng.integers(1, 21))
+    total = draw_label(rng)
     silence_n = seconds_to_samples(float(rng.uniform(0.2, max(0.2, min(1.5, 0.25 * total)))), sr)
     n = seconds_to_samples(total, sr)
     silence_start = int(rng.integers(0, n - silence_n + 1))
@@ -116,7 +128,7 @@ def hard_layout(active_n: int, sr: int, rng: np.random.Generator) -> tuple[list[
 
 def _hard(settings: Settings, rng: np.random.Generator) -> tuple[int, np.ndarray, dict[str, Any]]:
     sr = settings.sampling_rate
-    active = int(rng.integers(1, 21))
+    active = draw_label(rng)
     segments, gaps = hard_layout(seconds_to_samples(active, sr), sr, rng)
     regions, silences, position = [], [], 0
     for i, length in enumerate(segments):
@@ -147,13 +159,26 @@ def _shot(settings: Settings, index: int, slot: int, role: str) -> dict[str, Any
     }
 
 
+def _rule(settings: Settings) -> str:
+    if settings.task == "audio_length_hard":
+        return "label = seconds of audible sound (the active segments, without the silent gaps between them)"
+    return "label = total length of the clip in seconds"
+
+
+def outline(settings: Settings, index: int) -> dict[str, Any]:
+    """The episode's labels and clip identities without rendering (`EpisodeBuilder.episode_outline`). Every
+    clip is drawn from its own slot's generator (its noise among them), so none is a twin."""
+
+    def shot(slot: int, role: str) -> dict[str, Any]:
+        label = str(draw_label(slot_rng(settings, index, slot)))
+        return {"clips": [outline_clip(settings, index, slot, role, label if role == "demo" else None)],
+                "label": label}  # fmt: skip
+
+    demos = [shot(i + 1, "demo") for i in range(settings.max_shots)]
+    return episode(settings, index, demos, shot(QUERY_SLOT, "query"), {"rule": _rule(settings)})
+
+
 def generate(settings: Settings, index: int) -> dict[str, Any]:
-    hard = settings.task == "audio_length_hard"
     query = _shot(settings, index, QUERY_SLOT, "query")
     demos = [_shot(settings, index, i + 1, "demo") for i in range(settings.max_shots)]
-    rule = (
-        "label = seconds of audible sound (the active segments, without the silent gaps between them)"
-        if hard
-        else "label = total length of the clip in seconds"
-    )
-    return episode(settings, index, demos, query, {"rule": rule, "noise_rms": NOISE_RMS})
+    return episode(settings, index, demos, query, {"rule": _rule(settings), "noise_rms": NOISE_RMS})

@@ -76,6 +76,7 @@ def twin_label(view: Examples, choices: list[str]) -> str | None:
 class ShortcutModel(Model):
     name = "shortcut"
     needs_choices = True
+    studies_audio = False  # labels and clip identities: outlines where the task makes them
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -116,12 +117,13 @@ class ShortcutModel(Model):
     def study(self, task: ModelTask) -> TaskStatistics:
         """Label statistics from PROBE_EPISODES episodes of `task` built with another seed. They depend on the
         task's builder config only (not on --num_fewshot, --limit or the other tasks of the run). The episodes
-        come from the run (kept in its episode store: made once per configuration, whatever the model)."""
+        are outlines where the task makes them (labels and clip identities, nothing synthesized), else they come
+        from the run (kept in its episode store: made once per configuration, whatever the model)."""
         started = time.perf_counter()
         config = task.config
         seed, count = self.probe_episodes(task)
         stats = TaskStatistics()
-        for index, episode in enumerate(task.episodes_of_seed(seed, range(count))):
+        for index, episode in enumerate(task.episodes_of_seed(seed, range(count), audio=self.studies_audio)):
             shots = len(episode.get("demos") or [])
             for k in range(shots + 1):
                 choices = task.renderer.label_space(episode, k)
