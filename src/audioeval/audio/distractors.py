@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from scipy.signal import lfilter
 
-from audioeval.audio.dsp import bandpass, fade, highpass, lowpass, normalize_peak, sweep_phase
+from audioeval.audio.dsp import bandpass, fade, highpass, lowpass, normalize_peak, scipy_signal, sweep_phase
 
 CATEGORIES = (
     "dog",
@@ -165,7 +164,7 @@ def _rain(rng: np.random.Generator, n: int, sr: int) -> np.ndarray:
     drops[positions] = rng.uniform(0.3, 1.0, count) * rng.choice([-1.0, 1.0], count)
     r = np.exp(-1.0 / (0.002 * sr))
     w = 2 * np.pi * _u(rng, 2000, min(6000, sr * 0.4)) / sr
-    drops = lfilter([1.0], [1.0, -2 * r * np.cos(w), r * r], drops)
+    drops = scipy_signal().lfilter([1.0], [1.0, -2 * r * np.cos(w), r * r], drops)
     return (normalize_peak(hiss, 0.5) + normalize_peak(highpass(drops, 1000, sr), 1.0)).astype(np.float32)
 
 

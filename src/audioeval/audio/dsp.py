@@ -7,11 +7,19 @@ its arguments (the episode generators rely on that for reproducibility).
 from __future__ import annotations
 
 from functools import lru_cache
+from types import ModuleType
 
 import numpy as np
-from scipy.signal import butter, resample_poly, sosfilt
 
 EPS = 1e-8
+
+
+def scipy_signal() -> ModuleType:
+    """scipy.signal, imported when first needed: it takes about a second to import, which a run that
+    synthesizes nothing in its own process (a warm run, most of a cold one) never pays."""
+    import scipy.signal
+
+    return scipy.signal
 
 
 def seconds_to_samples(seconds: float, sampling_rate: int) -> int:
@@ -66,7 +74,7 @@ def resample(x: np.ndarray, source_rate: int, target_rate: int) -> np.ndarray:
     if source_rate == target_rate or not len(x):
         return np.asarray(x, dtype=np.float32)
     g = int(np.gcd(int(source_rate), int(target_rate)))
-    return resample_poly(x, target_rate // g, source_rate // g).astype(np.float32)
+    return scipy_signal().resample_poly(x, target_rate // g, source_rate // g).astype(np.float32)
 
 
 @lru_cache(maxsize=512)
@@ -75,22 +83,30 @@ def _sos(kind: str, low: float, high: float, order: int, sampling_rate: int) -> 
     if kind == "band":
         lo = min(max(low, 10.0), nyq * 0.95)
         hi = min(max(high, lo * 1.05), nyq * 0.98)
-        return butter(order, [lo, hi], btype="band", fs=sampling_rate, output="sos")
+        return scipy_signal().butter(order, [lo, hi], btype="band", fs=sampling_rate, output="sos")
     cutoff = min(max(low, 10.0), nyq * 0.98)
-    return butter(order, cutoff, btype=kind, fs=sampling_rate, output="sos")
+    return scipy_signal().butter(order, cutoff, btype=kind, fs=sampling_rate, output="sos")
 
 
 def bandpass(x: np.ndarray, low: float, high: float, sampling_rate: int, order: int = 2) -> np.ndarray:
     sos = _sos("band", round(float(low), 3), round(float(high), 3), order, sampling_rate)
-    return sosfilt(sos, x).astype(np.float32)
+    return scipy_signal().sosfilt(sos, x).astype(np.float32)
 
 
 def lowpass(x: np.ndarray, cutoff: float, sampling_rate: int, order: int = 2) -> np.ndarray:
-    return sosfilt(_sos("low", round(float(cutoff), 3), 0.0, order, sampling_rate), x).astype(np.float32)
+    return (
+        scipy_signal()
+        .sosfilt(_sos("low", round(float(cutoff), 3), 0.0, order, sampling_rate), x)
+        .astype(np.float32)
+    )
 
 
 def highpass(x: np.ndarray, cutoff: float, sampling_rate: int, order: int = 2) -> np.ndarray:
-    return sosfilt(_sos("high", round(float(cutoff), 3), 0.0, order, sampling_rate), x).astype(np.float32)
+    return (
+        scipy_signal()
+        .sosfilt(_sos("high", round(float(cutoff), 3), 0.0, order, sampling_rate), x)
+        .astype(np.float32)
+    )
 
 
 def exp_decay(n: int, sampling_rate: int, decay_s: float) -> np.ndarray:

@@ -19,9 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.signal import lfilter
 
-from audioeval.audio.dsp import EPS, bandpass, highpass, lowpass, rms, sweep_phase
+from audioeval.audio.dsp import EPS, bandpass, highpass, lowpass, rms, scipy_signal, sweep_phase
 
 MACHINE_TYPES = ("fan", "pump", "slider", "valve", "gearbox", "bearing", "toy_car", "toy_train")
 ANOMALY_TYPES = ("bearing_impulses", "harmonic_shift", "modulation", "friction_noise", "rattle")
@@ -59,7 +58,7 @@ def _resonator(x: np.ndarray, freq: float, decay_s: float, sr: int) -> np.ndarra
     """A two-pole resonance at `freq` ringing down with time constant `decay_s`."""
     r = np.exp(-1.0 / (decay_s * sr))
     w = 2 * np.pi * min(freq, sr * 0.45) / sr
-    return lfilter([1.0 - r], [1.0, -2 * r * np.cos(w), r * r], x).astype(np.float32)
+    return scipy_signal().lfilter([1.0 - r], [1.0, -2 * r * np.cos(w), r * r], x).astype(np.float32)
 
 
 def _tones(phase: np.ndarray, amps: list[float]) -> np.ndarray:
