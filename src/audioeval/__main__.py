@@ -1,4 +1,5 @@
 from audioeval.cli import main
+from audioeval.fast_exit import exit_without_teardown
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    exit_without_teardown(main())

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from audioeval.augment.arguments import add_augment_arguments
 from audioeval.errors import AudioEvalError, TasksUnscored, UsageError
+from audioeval.fast_exit import exit_without_teardown
 from audioeval.kvargs import FlagParser
 from audioeval.redact import RedactingFilter, redact_message, redact_text
 
@@ -284,6 +285,11 @@ _INTERRUPTED = {
     "view": "interrupted: an export under way is incomplete; run the same command again (it replaces the "
     "earlier export).",
 }
+
+
+def console() -> None:
+    """The `audioeval` command: main(), then the exit without the interpreter's teardown (fast_exit)."""
+    exit_without_teardown(main())
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -25,7 +25,11 @@ def builder(config: str, seed: int = 0, **kwargs):
 
 
 def clips_of(episode: dict) -> list[dict]:
-    return [*episode["context"], *(c for d in episode["demos"] for c in d["clips"]), *episode["query"]["clips"]]
+    return [
+        *episode["context"],
+        *(c for d in episode["demos"] for c in d["clips"]),
+        *episode["query"]["clips"],
+    ]
 
 
 def part_of(part, whole) -> bool:
@@ -39,13 +43,17 @@ def part_of(part, whole) -> bool:
 
 def assert_outline_tells_what_the_episode_tells(outline: dict, episode: dict) -> None:
     assert (outline["id"], outline["index"]) == (episode["id"], episode["index"])
-    without_clips = [{k: v for k, v in shot.items() if k != "clips"} for shot in [*outline["demos"], outline["query"]]]
+    without_clips = [
+        {k: v for k, v in shot.items() if k != "clips"} for shot in [*outline["demos"], outline["query"]]
+    ]
     assert part_of(without_clips, [*episode["demos"], episode["query"]])
     assert part_of(outline["metadata"], episode["metadata"])
     mine, theirs = clips_of(outline), clips_of(episode)
     assert [(c["role"], c["label"]) for c in mine] == [(c["role"], c["label"]) for c in theirs]
     assert all(isinstance(c["audio"], UnrenderedClip) for c in mine)
-    for (a, b), (x, y) in zip(itertools.combinations(mine, 2), itertools.combinations(theirs, 2), strict=True):
+    for (a, b), (x, y) in zip(
+        itertools.combinations(mine, 2), itertools.combinations(theirs, 2), strict=True
+    ):
         assert (a["audio"].sha256 == b["audio"].sha256) == (x["audio"].sha256 == y["audio"].sha256)
 
 
