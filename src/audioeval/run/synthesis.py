@@ -215,7 +215,8 @@ def _worker_context() -> Any:
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
     if hasattr(context, "set_forkserver_preload"):
-        context.set_forkserver_preload(["audioeval.run.synthesis"])
+        # scipy.signal too: the generators filter, and imported once here it is not imported again by each worker
+        context.set_forkserver_preload(["audioeval.run.synthesis", "scipy.signal"])
     return context
 
 
