@@ -1,5 +1,4 @@
-from audioeval.cli import main
-from audioeval.fast_exit import exit_without_teardown
+from audioeval.cli import console
 
 if __name__ == "__main__":
-    exit_without_teardown(main())
+    console()

@@ -6,19 +6,20 @@ Works the same under `python -m audioeval` and `accelerate launch -m audioeval`.
 from __future__ import annotations
 
 import argparse
+import atexit
 import errno
 import logging
 import os
 import shlex
 import shutil
 import sys
+import threading
 import traceback
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from audioeval.augment.arguments import add_augment_arguments
 from audioeval.errors import AudioEvalError, TasksUnscored, UsageError
-from audioeval.fast_exit import exit_without_teardown
 from audioeval.kvargs import FlagParser
 from audioeval.redact import RedactingFilter, redact_message, redact_text
 
@@ -288,8 +289,30 @@ _INTERRUPTED = {
 
 
 def console() -> None:
-    """The `audioeval` command: main(), then the exit without the interpreter's teardown (fast_exit)."""
+    """The `audioeval` command: main(), then the exit without the interpreter's teardown."""
     exit_without_teardown(main())
+
+
+def exit_without_teardown(code: int) -> NoReturn:
+    """Exit with `code` as the interpreter would up to its teardown of every imported module (about 3,000 after
+    a run, with datasets, pandas, pyarrow and matplotlib: 0.6-0.9 s of wall and CPU on the 2-core machine, after
+    everything the command owns is written and closed): the atexit handlers run (logging's flush,
+    multiprocessing's cleanup, a user's own), the standard streams are flushed, and the process exits. A thread
+    still at work that is not a daemon gets the ordinary exit, which waits for it."""
+    others = [t for t in threading.enumerate() if t is not threading.current_thread()]
+    run_exitfuncs = getattr(atexit, "_run_exitfuncs", None)
+    if any(not t.daemon for t in others) or run_exitfuncs is None:
+        raise SystemExit(code)
+    run_exitfuncs()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (
+        BrokenPipeError,
+        ValueError,
+    ):  # a reader that left, or a stream already closed: nothing to flush to
+        pass
+    os._exit(code)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,4 +1,4 @@
-"""The `audioeval` command exits without the interpreter's teardown (audioeval.fast_exit), yet as the
+"""The `audioeval` command exits without the interpreter's teardown (cli.exit_without_teardown), yet as the
 interpreter would up to there: atexit handlers run, buffered output is written, the code is kept, and a thread
 that is not a daemon is waited for."""
 
@@ -23,7 +23,7 @@ def test_atexit_handlers_run_and_buffered_output_is_written(tmp_path):
     done = run_script(
         """
         import atexit, sys
-        from audioeval.fast_exit import exit_without_teardown
+        from audioeval.cli import exit_without_teardown
         atexit.register(lambda: print("atexit ran"))
         sys.stdout.write("buffered " * 1000)  # stdout to a pipe: block-buffered, unwritten until flushed
         exit_without_teardown(3)
@@ -40,7 +40,7 @@ def test_a_thread_still_at_work_is_waited_for(tmp_path):
         f"""
         import threading, time
         from pathlib import Path
-        from audioeval.fast_exit import exit_without_teardown
+        from audioeval.cli import exit_without_teardown
         def work():
             time.sleep(0.5)
             Path({str(marker)!r}).write_text("done")
