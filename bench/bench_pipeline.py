@@ -15,10 +15,12 @@ Every endpoint is the project's fake server in its own process (`python -m audio
 - wall (process start to exit) against max(the endpoint's ideal time, the run's CPU seconds / cores), where the
   ideal time is requests x mean delay / in flight and CPU is the run's and its worker processes' (user +
   system; the workers of a multiprocessing forkserver are read from /proc, nobody waits for them); CPU per
-  request, and the run's own process alone over the generation span (no start-up, no synthesis workers);
+  request, and the run's own process alone over the generation span (no start-up, no synthesis workers); the
+  CPU seconds by process (the run, the forkserver, the synthesis workers, the eSpeak NG helpers);
   start-up (process start to the first request at the server).
 
-Runs: `audioicl_bench` (the nine tasks, k = 0, 1, 3, 5) cold at the first concurrency, on an empty cache, then
+Runs: `audioicl_bench` (the nine tasks, k = 0, 1, 3, 5) cold at the first concurrency, on an empty cache (the
+response cache and episode store, and $AUDIOEVAL_CACHE with eSpeak NG's utterances: the bench's own), then
 warm at every concurrency, each a model of another name (nothing of it cached) on the episodes synthesized by
 the cold run; `adu_bench` (four tasks) the same, plus a warm run with a judge (a second fake server) at the
 first concurrency. `--model realtime` on `adu_bench` (text output) against the fake Realtime server counts the
@@ -53,10 +55,15 @@ from audioeval.testing.fake_openai import throughput  # noqa: E402
 sys.path.insert(0, str(ROOT / "bench"))
 from bench_api_concurrency import CpuMeter  # noqa: E402
 
+SPEECH_CACHE: str | None = None  # $AUDIOEVAL_CACHE of the runs: set in main() to a folder of the bench's own
+
 
 def _env() -> dict[str, str]:
     src = str(ROOT / "src")
-    return {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    if SPEECH_CACHE is not None:
+        env["AUDIOEVAL_CACHE"] = SPEECH_CACHE
+    return env
 
 
 def load() -> float:
@@ -100,11 +107,14 @@ class Endpoint:
 
 class ForkserverMeter:
     """CPU of the processes a multiprocessing forkserver started under `root` (and of the forkserver itself):
-    nobody waits for them, so the run's own rusage never counts them. Sampled from /proc every 0.1 s."""
+    nobody waits for them, so the run's own rusage never counts them. Sampled from /proc every 0.1 s. Each is
+    counted by kind: the forkserver, the synthesis workers, and the eSpeak NG helpers the workers start (with
+    the children each helper forks per utterance and waits for)."""
 
     def __init__(self, root: int) -> None:
         self.root, self.tick = root, os.sysconf("SC_CLK_TCK")
         self.last: dict[int, float] = {}
+        self.kind: dict[int, str] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -123,6 +133,9 @@ class ForkserverMeter:
                 pid = int(entry)
                 parents[pid] = int(stat[1])
                 cpu[pid] = (int(stat[11]) + int(stat[12])) / self.tick
+                if b"espeak_zygote" in cmdline:  # its per-utterance children, waited for: cutime + cstime
+                    cpu[pid] += (int(stat[13]) + int(stat[14])) / self.tick
+                    self.kind[pid] = "eSpeak NG helpers"
                 if b"multiprocessing.forkserver" in cmdline:
                     forkserver.add(pid)
             for pid in cpu:
@@ -132,11 +145,22 @@ class ForkserverMeter:
                     at = parents[at]
                 if at == self.root and any(p in forkserver for p in chain):
                     self.last[pid] = cpu[pid]
+                    if parents[pid] == self.root:  # forked workers show the forkserver's command line too
+                        self.kind[pid] = "forkserver"
+                    elif parents[pid] in forkserver:
+                        self.kind.setdefault(pid, "synthesis workers")
 
     def stop(self) -> float:
         self._stop.set()
         self._thread.join()
         return sum(self.last.values())
+
+    def by_kind(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for pid, seconds in self.last.items():
+            kind = self.kind.get(pid, "other")
+            out[kind] = round(out.get(kind, 0.0) + seconds, 2)
+        return out
 
 
 def run_audioeval(args: list[str], out: Path) -> dict[str, Any]:
@@ -163,6 +187,10 @@ def run_audioeval(args: list[str], out: Path) -> dict[str, Any]:
         "results": results,
         "load": [load_before, load()],
         "main_meter": main,
+        "cpu_by_process": {
+            "run": round((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), 2),
+            **workers.by_kind(),
+        },
     }
 
 
@@ -259,6 +287,7 @@ def measured(
         "wall_over_bound": round(ran["wall_s"] / bound, 3),
         "startup_s": round(min(t[0] for t in timings) - ran["started"], 3),
         "synthesis_s": timing.get("synthesis_seconds"),
+        "cpu_by_process_s": ran["cpu_by_process"],
         "load": ran["load"],
         "ceiling_load": ceiling["load"],
     }
@@ -267,7 +296,8 @@ def measured(
         f"{out['ceiling']:.3f}, audioeval/ceiling {out['audioeval_over_ceiling']:.3f}; wall {out['wall_s']:.1f} s "
         f"= {out['wall_over_bound']:.2f} x max(ideal {ideal_s:.1f} s, CPU {ran['cpu_s']:.1f} s / {cores()}); "
         f"CPU {out['cpu_ms_per_request']:.1f} ms/request ({out['steady_cpu_ms_per_request']} in the run's process over "
-        f"the generation span); start-up {out['startup_s']:.1f} s; "
+        f"the generation span); start-up {out['startup_s']:.1f} s; CPU s by process "
+        f"{', '.join(f'{k} {v}' for k, v in ran['cpu_by_process'].items())}; "
         f"load {ran['load'][0]:.1f}-{ran['load'][1]:.1f}",
         flush=True,
     )
@@ -323,8 +353,11 @@ def main() -> None:
     limits = {"audioicl_bench": args.limit_audioicl, "adu_bench": args.limit_adu}
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
+        global SPEECH_CACHE
         for group in args.groups.split(","):
             cache = tmp / f"cache-{group}"
+            # a cold run is cold all through: eSpeak NG's utterances too (a warm run reuses the cold run's)
+            SPEECH_CACHE = str(tmp / f"audioeval-cache-{group}")
             limit = limits[group]
             runs = [measured(f"{group} cold", group, limit, levels[0], cache, "cold", tmp)]
             for c in levels:

@@ -13,8 +13,8 @@ import pytest
 from audioeval.run.conductor import RunConfig, run_evaluation
 from tests.conftest import latest_run
 
-TASKS = "audioicl_audio_count,audioicl_audio_operator"
-PROBES = 40  # shortcut's probe episodes of AudioOperator (AudioCount's are outlines: nothing synthesized)
+TASKS = "audioicl_audio_count,audioicl_audio_remap"
+PROBES = 40  # shortcut's probe episodes of AudioRemap (AudioCount's are outlines: nothing synthesized)
 
 
 def evaluate(tmp_path, name: str, limit: str = "3", model: str = "dsp-oracle", **settings) -> dict:
@@ -43,7 +43,7 @@ def samples(tmp_path, name: str) -> list[dict]:
 def test_a_rerun_synthesizes_nothing_and_reports_the_same(tmp_path):
     cache = str(tmp_path / "cache")
     first = evaluate(tmp_path, "first", cache_dir=cache)
-    assert synthesized(first) == {"audioicl_audio_count": 3, "audioicl_audio_operator": 3}
+    assert synthesized(first) == {"audioicl_audio_count": 3, "audioicl_audio_remap": 3}
     assert first["timing"]["episodes_synthesized"] == 6 + PROBES
     again = evaluate(tmp_path, "again", cache_dir=cache)
     assert again["timing"]["episodes_synthesized"] == 0
@@ -53,7 +53,7 @@ def test_a_rerun_synthesizes_nothing_and_reports_the_same(tmp_path):
     assert samples(tmp_path, "again") == samples(tmp_path, "first")
     # more episodes: only the new ones are synthesized, and they score as a fresh run scores them
     more = evaluate(tmp_path, "more", limit="5", cache_dir=cache)
-    assert synthesized(more) == {"audioicl_audio_count": 2, "audioicl_audio_operator": 2}
+    assert synthesized(more) == {"audioicl_audio_count": 2, "audioicl_audio_remap": 2}
     assert more["timing"]["episodes_synthesized"] == 4  # the probe episodes were kept
     fresh = evaluate(tmp_path, "fresh", limit="5", no_cache=True)
     assert more["results"] == fresh["results"]

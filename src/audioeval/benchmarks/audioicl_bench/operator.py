@@ -25,6 +25,7 @@ from audioeval.benchmarks.audioicl_bench.common import (
     clip,
     episode,
     episode_rng,
+    outline_clip,
     slot_rng,
 )
 
@@ -123,23 +124,66 @@ def _part(x: np.ndarray, sr: int) -> np.ndarray:
     return fade(trim_silence(x, sr, TOP_DB, PAD_S), sr, fade_in=FADE_S, fade_out=FADE_S)
 
 
-def generate(settings: Settings, index: int) -> dict[str, Any]:
-    hard = settings.task == "audio_operator_hard"
-    sr = settings.sampling_rate
+RULE = "label = digit, operator meant by the filler sound, digit (x before + and -)"
+Expression = tuple[list[int], list[str]]
+
+
+def _plan(settings: Settings, index: int) -> tuple[Any, dict[int, str], list[Expression], list[int]]:
+    """The episode's draws before any rendering: the voice, the filler sounds (key -> operator), the 8
+    expressions and their order (query first, then the demos)."""
     rng = episode_rng(settings, index)
     voice = settings.digits.voice(rng)
-    if hard:
+    if settings.task == "audio_operator_hard":
         mul_key = settings.oneshots.draw(rng)
         other_key = settings.oneshots.draw(rng, avoid=(mul_key,))
         other = "+" if rng.random() < 0.5 else "-"
-        fillers = {mul_key: "*", other_key: other}
         expressions, order = _hard_episode(other, rng)
-    else:
-        key = settings.oneshots.draw(rng)
-        op = OPERATORS[int(rng.integers(3))]
-        fillers = {key: op}
-        expressions = _easy_expressions(op, rng)
-        order = [int(i) for i in rng.permutation(VARIANTS)]
+        return voice, {mul_key: "*", other_key: other}, expressions, order
+    key = settings.oneshots.draw(rng)
+    op = OPERATORS[int(rng.integers(3))]
+    expressions = _easy_expressions(op, rng)
+    return voice, {key: op}, expressions, [int(i) for i in rng.permutation(VARIANTS)]
+
+
+def _facts(
+    settings: Settings, expression_: Expression, variant: int, spoken: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """What a shot tells besides its clip: its expression, label and label space, and (an episode's, not an
+    outline's) how each digit was spoken."""
+    operands, ops = expression_
+    label = str(evaluate(operands, ops))
+    return {
+        "label": label,
+        "operands": operands,
+        "operators": ops,
+        "expression": expression(operands, ops),
+        "variant": variant,
+        **({"spoken": spoken} if spoken is not None else {}),
+        "candidates": candidates(operands),
+        **({"left_to_right": left_to_right(operands, ops)} if settings.task == "audio_operator_hard" else {}),
+    }
+
+
+def outline(settings: Settings, index: int) -> dict[str, Any]:
+    """The episode's labels, facts and clip identities without speaking a digit (`EpisodeBuilder.
+    episode_outline`): its expressions are distinct, so its clips say different digits and none is a twin."""
+    voice, fillers, expressions, order = _plan(settings, index)
+
+    def shot(slot: int, variant: int, role: str) -> dict[str, Any]:
+        facts = _facts(settings, expressions[variant], variant)
+        label = facts["label"] if role == "demo" else None
+        return {"clips": [outline_clip(settings, index, slot, role, label)], **facts}
+
+    query = shot(QUERY_SLOT, order[0], "query")
+    demos = [shot(i + 1, order[i + 1], "demo") for i in range(settings.max_shots)]
+    return episode(
+        settings, index, demos, query, {"rule": RULE, "voice": settings.digits.describe_voice(voice)}
+    )
+
+
+def generate(settings: Settings, index: int) -> dict[str, Any]:
+    sr = settings.sampling_rate
+    voice, fillers, expressions, order = _plan(settings, index)
     filler_of = {op: key for key, op in fillers.items()}
     filler_audio = {op: _part(settings.oneshots.samples(key, sr), sr) for op, key in filler_of.items()}
     gap = np.zeros(seconds_to_samples(GAP_S, sr), dtype=np.float32)
@@ -156,19 +200,9 @@ def generate(settings: Settings, index: int) -> dict[str, Any]:
             parts.append(_part(audio, sr))
             spoken.append({"digit": value, **info})
         samples = cap_peak(np.concatenate(parts), 0.999)
-        result = evaluate(operands, ops)
-        label = str(result)
-        return {
-            "clips": [clip(role, label if role == "demo" else None, samples, sr)],
-            "label": label,
-            "operands": operands,
-            "operators": ops,
-            "expression": expression(operands, ops),
-            "variant": variant,
-            "spoken": spoken,
-            "candidates": candidates(operands),
-            **({"left_to_right": left_to_right(operands, ops)} if hard else {}),
-        }
+        facts = _facts(settings, expressions[variant], variant, spoken)
+        label = facts["label"] if role == "demo" else None
+        return {"clips": [clip(role, label, samples, sr)], **facts}
 
     query = shot(QUERY_SLOT, order[0], "query")
     demos = [shot(i + 1, order[i + 1], "demo") for i in range(settings.max_shots)]
@@ -178,7 +212,7 @@ def generate(settings: Settings, index: int) -> dict[str, Any]:
         demos,
         query,
         {
-            "rule": "label = digit, operator meant by the filler sound, digit (x before + and -)",
+            "rule": RULE,
             "operator_of_filler": [
                 {"sound": settings.oneshots.describe(k), "operator": op} for k, op in fillers.items()
             ],
