@@ -304,14 +304,14 @@ def exit_without_teardown(code: int) -> NoReturn:
     if any(not t.daemon for t in others) or run_exitfuncs is None:
         raise SystemExit(code)
     run_exitfuncs()
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except (
-        BrokenPipeError,
-        ValueError,
-    ):  # a reader that left, or a stream already closed: nothing to flush to
-        pass
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:  # None: the process was started with the stream closed
+                stream.flush()
+        except BrokenPipeError:  # the reader left before the last output: exit as a shell tool does
+            code = code or EXIT_BROKEN_PIPE
+        except (OSError, ValueError):  # a stream already closed, or gone: nothing to flush to
+            pass
     os._exit(code)
 
 

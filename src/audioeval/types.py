@@ -152,6 +152,9 @@ class UnrenderedClip(AudioClip):
         self.sampling_rate = int(sampling_rate)
         self.__dict__["sha256"] = identity
 
+    def __repr__(self) -> str:  # the dataclass's would read the samples
+        return f"UnrenderedClip({self.sha256!r}, {self.sampling_rate})"
+
     @property
     def samples(self) -> np.ndarray:
         raise ValueError(

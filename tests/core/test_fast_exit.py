@@ -4,6 +4,7 @@ that is not a daemon is waited for."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -13,10 +14,16 @@ import pytest
 pytestmark = pytest.mark.slow  # each test starts a Python process
 
 
+def buffered_env() -> dict[str, str]:
+    """The environment with Python's output buffered as by default (this machine sets PYTHONUNBUFFERED)."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+
+
 def run_script(body: str, tmp_path) -> subprocess.CompletedProcess:
     script = tmp_path / "script.py"
     script.write_text(textwrap.dedent(body))
-    return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60,
+                          env=buffered_env())  # fmt: skip
 
 
 def test_atexit_handlers_run_and_buffered_output_is_written(tmp_path):
@@ -56,3 +63,15 @@ def test_the_command_keeps_its_exit_code(tmp_path):
     done = subprocess.run([sys.executable, "-m", "audioeval", "--tasks", "no_such_task"], capture_output=True,
                           text=True, timeout=120)  # fmt: skip
     assert done.returncode == 2 and "no_such_task" in done.stderr
+
+
+def test_closed_streams_and_a_reader_that_left_keep_a_clear_exit_code(tmp_path):
+    script = tmp_path / "script.py"
+    # the output stays buffered until the exit flushes it: by then the reader (`true`) has long left
+    script.write_text("import sys, time\nfrom audioeval.cli import exit_without_teardown\ntime.sleep(0.5)\n"
+                      "sys.stdout and sys.stdout.write('last line')\nexit_without_teardown(0)\n")  # fmt: skip
+    closed = subprocess.run(f"{sys.executable} {script} >&- 2>&-", shell=True, timeout=60, env=buffered_env())
+    assert closed.returncode == 0  # nothing to flush to is not an error
+    left = subprocess.run(f"set -o pipefail; {sys.executable} {script} | true", shell=True, executable="/bin/bash",
+                          timeout=60, env=buffered_env())  # fmt: skip
+    assert left.returncode == 141  # the output was cut short: as the CLI says of a broken pipe

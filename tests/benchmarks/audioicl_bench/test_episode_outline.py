@@ -82,6 +82,7 @@ def test_an_outline_clip_has_no_samples_to_read():
     clip = builder("audio_count").episode_outline(0)["query"]["clips"][0]["audio"]
     with pytest.raises(ValueError, match="episode outline, which has no audio"):
         _ = clip.samples
+    assert repr(clip) == "UnrenderedClip('outline:audio_count:0:0:0:0', 16000)"  # a log line can show it
 
 
 @pytest.mark.slow
