@@ -72,6 +72,15 @@ def load_reference_models(tasks: Sequence[PreparedTask], run_model: str, seed: i
     return models
 
 
+def _outlines(task: PreparedTask, seed: int) -> bool:
+    """Whether the task's builder outlines its episodes of `seed`. A builder that fails to be made is asked no
+    further here: the study makes it again, and reports what fails as any study's episode does."""
+    try:
+        return task.outline_builder(seed) is not None
+    except Exception:  # noqa: BLE001
+        return False
+
+
 class ReferenceStage(Stage):
     def __init__(self, models: dict[str, Model], store: ResponseStore) -> None:
         self.models = models
@@ -98,7 +107,7 @@ class ReferenceStage(Stage):
             for name in self._names(task):
                 model = self.models[name]
                 probe = model.probe_episodes(task)
-                if probe is None or (not model.studies_audio and task.outline_builder(probe[0]) is not None):
+                if probe is None or (not model.studies_audio and _outlines(task, probe[0])):
                     continue  # nothing to study, or outlines: made when studied, nothing to synthesize
                 studies.append((name, task, *probe))
         if studies:
