@@ -217,6 +217,7 @@ def _evaluate(
     if judge is not None:
         judge.attach_cache(cache)
     model: Model | None = None
+    source: EpisodeSource | None = None
     stages: list[Stage] = [judge] if judge is not None else []  # closed however far the loading gets
     try:
         model = collectively(
@@ -242,7 +243,7 @@ def _evaluate(
         # the order each answer goes through them: heard, then judged (the chosen text), then the references
         stages = ([speech] if speech is not None else []) + stages
         settings = EvalSettings(log_samples=cfg.log_samples, show_progress=cfg.show_progress)
-        source = EpisodeSource(episodes)
+        source = EpisodeSource(episodes)  # closed before the stores: no thread writes to a closed one
         # a model whose weights may change between runs (given in memory) is never answered from the cache
         answers = cache if model.cacheable and model is not cfg.model_instance else NoCache()
         evaluator = Evaluator(
@@ -260,6 +261,8 @@ def _evaluate(
             model.close()
         for stage in stages:
             stage.close()
+        if source is not None:
+            source.close()
         _close_stores(cache, episodes)
     assert model is not None
     judges = judge.describe() if judge is not None else None

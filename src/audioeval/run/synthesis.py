@@ -270,6 +270,8 @@ class EpisodeSource:
         self._prefetched: dict[str, threading.Event] = {}  # episode key -> set once its prefetch is over
         self._stopped = threading.Event()
         self._lock = threading.Lock()
+        self._busy = 0  # threads inside `episodes` (making, reading or storing episodes): under `_idle`
+        self._idle = threading.Condition()
 
     # ------------------------------------------------------------------------------------------------------
     def episodes(
@@ -285,6 +287,24 @@ class EpisodeSource:
         stored ones read back, others synthesized and stored. With `wait`, episodes being prefetched are read
         once the prefetch is over. Without `audio` (a prefetch) synthesized episodes are stored without their
         audio and yielded empty."""
+        with self._idle:
+            self._busy += 1
+        try:
+            yield from self._episodes(task, indices, seed, ahead, wait, audio)
+        finally:
+            with self._idle:
+                self._busy -= 1
+                self._idle.notify_all()
+
+    def _episodes(
+        self,
+        task: PreparedTask,
+        indices: list[int],
+        seed: int | None,
+        ahead: int | None,
+        wait: bool,
+        audio: bool,
+    ) -> Iterator[tuple[int, dict[str, Any], float | None]]:
         key = episode_key(task, seed) if self.store is not None else None
         if key is not None and seed is not None and wait:
             self._wait_for_prefetch(key)
@@ -366,6 +386,15 @@ class EpisodeSource:
     def stop(self) -> None:
         """The run is over or stopping: nobody waits for a prefetch any more."""
         self._stopped.set()
+
+    def close(self, timeout: float = 30.0) -> None:
+        """The run is over: stop, and wait until no thread is making, reading or storing episodes (the feed's
+        last episode, a study's prefetch), so that the episode store closes under none of them: closing its
+        connection under a write crashed the process."""
+        self.stop()
+        with self._idle:
+            if not self._idle.wait_for(lambda: self._busy == 0, timeout):
+                log.debug("episode source: %d threads still at work after %.0f s", self._busy, timeout)
 
     # ------------------------------------------------------------------------------------------------------
     def _submit(
