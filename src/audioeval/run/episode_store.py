@@ -38,7 +38,8 @@ import threading
 import time
 import weakref
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from importlib import metadata
@@ -58,6 +59,7 @@ log = logging.getLogger("audioeval")
 
 DEFAULT_CAP_GB = 10.0
 CAP_VARIABLE = "AUDIOEVAL_EPISODE_STORE_GB"
+CLOSE_WAIT_S = 30.0  # how long `close` waits for calls in progress on other threads
 CLIP_MARK = "__clip__"
 NO_AUDIO = "-"  # a clip reference's blob digest when the row keeps no audio for it
 _PACKAGE_DIR = Path(__file__).resolve().parents[1]
@@ -384,7 +386,9 @@ def store_cap_bytes() -> int:
 class EpisodeStore:
     """SQLite next to the response cache, shared by processes. A store that cannot be opened, read or written
     is dropped with one warning: the run then synthesizes every episode, as it would without it. Usable from
-    any thread (one connection per thread)."""
+    any thread (one connection per thread). Once closed it reads and writes nothing (a clip read lazily after
+    that raises StoredAudioMissing); `close` waits for the calls in progress on other threads, since closing
+    an SQLite connection while another thread runs a statement on it can crash the process."""
 
     def __init__(self, path: Path, cap_bytes: int | None = None, quiet: bool = False) -> None:
         self.path = Path(path)
@@ -400,6 +404,9 @@ class EpisodeStore:
         self._decoded: weakref.WeakValueDictionary[str, np.ndarray] = weakref.WeakValueDictionary()
         self._size: int | None = None
         self._opened = False
+        self._closed = False
+        self._calls = 0  # calls in progress (on any thread): under `_quiet`
+        self._quiet = threading.Condition()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db()
@@ -416,6 +423,30 @@ class EpisodeStore:
             with self._lock:
                 self._connections.append(db)
         return db
+
+    @contextmanager
+    def _open(self) -> Iterator[sqlite3.Connection | None]:
+        """This thread's connection for one call, counted as in progress; None once the store is closed (or
+        when no connection can be made: the store is then given up)."""
+        with self._quiet:
+            if self._closed:
+                counted = False
+            else:
+                counted = True
+                self._calls += 1
+        try:
+            db = None
+            if counted:
+                try:
+                    db = self._db()
+                except sqlite3.Error as err:
+                    self._give_up(err)
+            yield db
+        finally:
+            if counted:
+                with self._quiet:
+                    self._calls -= 1
+                    self._quiet.notify_all()
 
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None, check_same_thread=False)
@@ -450,29 +481,26 @@ class EpisodeStore:
         `remake(index)` synthesizes an episode again, for audio found damaged when it is read."""
         if not self.usable or not indices:
             return {}
-        try:
-            rows = []
-            for start in range(0, len(indices), 500):
-                chunk = indices[start : start + 500]
-                marks = ",".join("?" * len(chunk))
-                rows += (
-                    self._db()
-                    .execute(
-                        f"SELECT episode, body, digest FROM episode_rows WHERE config = ? AND episode IN ({marks})",
-                        [config, *chunk],
-                    )
-                    .fetchall()
-                )
-            found = {}
-            for index, text, digest in rows:
-                episode = self._episode(config, index, text, digest, remake)
-                if episode is not None:
-                    found[int(index)] = episode
-            self._touch(config, list(found))
-            return found
-        except sqlite3.Error as err:
-            self._give_up(err)
-            return {}
+        with self._open() as db:
+            if db is None:
+                return {}
+            try:
+                rows = []
+                for start in range(0, len(indices), 500):
+                    chunk = indices[start : start + 500]
+                    marks = ",".join("?" * len(chunk))
+                    query = f"SELECT episode, body, digest FROM episode_rows WHERE config = ? AND episode IN ({marks})"
+                    rows += db.execute(query, [config, *chunk]).fetchall()
+                found = {}
+                for index, text, digest in rows:
+                    episode = self._episode(config, index, text, digest, remake)
+                    if episode is not None:
+                        found[int(index)] = episode
+                self._touch(db, config, list(found))
+                return found
+            except sqlite3.Error as err:
+                self._give_up(err)
+                return {}
 
     def _episode(
         self, config: str, index: Any, text: Any, digest: Any, remake: Callable[[int], dict[str, Any]] | None
@@ -544,10 +572,13 @@ class EpisodeStore:
 
     def read_clip(self, sha: str, frames: int, blob: str) -> np.ndarray:
         """The PCM16 samples of a stored clip; raises StoredAudioMissing when they are gone or damaged."""
-        try:
-            row = self._db().execute("SELECT data FROM clips WHERE sha256 = ?", (sha,)).fetchone()
-        except sqlite3.Error as err:
-            raise StoredAudioMissing(f"the episode store could not be read ({err})") from err
+        with self._open() as db:
+            if db is None:
+                raise StoredAudioMissing("the episode store was closed before the clip was read")
+            try:
+                row = db.execute("SELECT data FROM clips WHERE sha256 = ?", (sha,)).fetchone()
+            except sqlite3.Error as err:
+                raise StoredAudioMissing(f"the episode store could not be read ({err})") from err
         if blob == NO_AUDIO:
             raise StoredAudioMissing("its audio was not kept")
         if row is None or not isinstance(row[0], bytes) or blob_digest(row[0]) != blob:
@@ -557,13 +588,13 @@ class EpisodeStore:
         except (zlib.error, ValueError) as err:
             raise StoredAudioMissing(f"its audio does not decode ({err})") from err
 
-    def _touch(self, config: str, indices: list[int]) -> None:
+    def _touch(self, db: sqlite3.Connection, config: str, indices: list[int]) -> None:
         """Mark episodes as used (eviction drops the least recently used first); at most once an hour each."""
         if not indices:
             return
         now = time.time()
         marks = ",".join("?" * len(indices))
-        self._db().execute(
+        db.execute(
             f"UPDATE episode_rows SET used = ? WHERE config = ? AND used < ? AND episode IN ({marks})",
             [now, config, now - 3600, *indices],
         )
@@ -572,8 +603,12 @@ class EpisodeStore:
     def put_many(self, config: str, episodes: dict[int, EncodedEpisode]) -> None:
         if not self.usable or not episodes or self.cap_bytes <= 0:
             return
+        with self._open() as db:
+            if db is not None:
+                self._put_many(db, config, episodes)
+
+    def _put_many(self, db: sqlite3.Connection, config: str, episodes: dict[int, EncodedEpisode]) -> None:
         now = time.time()
-        db = self._db()
         try:
             db.execute("BEGIN IMMEDIATE")
             added = 0
@@ -595,9 +630,9 @@ class EpisodeStore:
         except sqlite3.Error as err:
             self._abandon(db, err)
             return
-        self._size = (self._size if self._size is not None else self.size()) + added
+        self._size = (self._size if self._size is not None else self._size_of(db)) + added
         if self._size > self.cap_bytes:
-            self.evict()
+            self._evict(db)
 
     def _put_audio(self, db: sqlite3.Connection, encoded: EncodedEpisode) -> tuple[EncodedEpisode, int]:
         """Insert the episode's audio (in the open transaction) and say how many bytes that added. A clip whose
@@ -626,17 +661,26 @@ class EpisodeStore:
         return EncodedEpisode(encoded.body, clips, encoded.blobs), added
 
     def size(self) -> int:
-        db = self._db()
+        """Bytes of audio and episode rows stored (0 once closed)."""
+        with self._open() as db:
+            return 0 if db is None else self._size_of(db)
+
+    @staticmethod
+    def _size_of(db: sqlite3.Connection) -> int:
         clips = db.execute("SELECT COALESCE(SUM(size), 0) FROM clips").fetchone()[0]
         rows = db.execute("SELECT COALESCE(SUM(LENGTH(body)), 0) FROM episode_rows").fetchone()[0]
         return int(clips) + int(rows)
 
     def evict(self) -> None:
         """Drop the least recently used episodes, then the audio nothing refers to, until under 90% of the cap."""
-        db = self._db()
+        with self._open() as db:
+            if db is not None:
+                self._evict(db)
+
+    def _evict(self, db: sqlite3.Connection) -> None:
         try:
             while True:
-                size = self.size()
+                size = self._size_of(db)
                 self._size = size
                 if size <= 0.9 * self.cap_bytes:
                     return
@@ -654,7 +698,18 @@ class EpisodeStore:
         except sqlite3.Error as err:
             self._abandon(db, err)
 
-    def close(self) -> None:
+    def close(self, wait_s: float = CLOSE_WAIT_S) -> None:
+        """Refuse new calls, wait for those in progress, close every thread's connection. Calls still running
+        after `wait_s` keep the connections open (left to the process's exit) rather than crash under them."""
+        with self._quiet:
+            self._closed = True
+            if not self._quiet.wait_for(lambda: self._calls == 0, timeout=wait_s):
+                log.warning(
+                    "the episode store %s: a call still in progress after %g s; its connections are left open",
+                    self.path,
+                    wait_s,
+                )
+                return
         with self._lock:
             connections, self._connections = self._connections, []
         for db in connections:
