@@ -54,23 +54,25 @@ def load_metric(path: Path) -> Any:
 
 
 def import_evaluate() -> Any:
-    """`import evaluate`, without the seconds its package init spends importing transformers (and its
-    pipelines) for its Evaluator classes (which audioeval never uses): that import is masked meanwhile, and
-    evaluate then marks those classes unavailable. If evaluate cannot be imported that way, it is imported
-    plainly."""
+    """`import evaluate`, without the seconds its package init spends on what only its Evaluator classes use
+    (audioeval never does): transformers and its pipelines, and scipy.stats (half a second, for their
+    bootstrap). Those imports are masked meanwhile, and evaluate then marks those classes unavailable. If
+    evaluate cannot be imported that way, it is imported plainly."""
     if "evaluate" in sys.modules:
         return sys.modules["evaluate"]
     # transformers itself when nothing imported it yet (an API run), else only its pipelines
-    masked = next((m for m in ("transformers", "transformers.pipelines") if m not in sys.modules), None)
-    if masked:
-        sys.modules[masked] = None  # type: ignore[assignment]  # importing it raises ImportError
+    masked = [m for m in ("transformers", "transformers.pipelines") if m not in sys.modules][:1]
+    masked += [m for m in ("scipy.stats",) if m not in sys.modules]
+    for name in masked:
+        sys.modules[name] = None  # type: ignore[assignment]  # importing it raises ImportError
     try:
         import evaluate
     except Exception:  # noqa: BLE001 - another evaluate or transformers version: the plain, slow way below
         evaluate = None
     finally:
-        if masked:
-            sys.modules.pop(masked, None)
+        for name in masked:
+            if sys.modules.get(name, 0) is None:
+                del sys.modules[name]
     if evaluate is None:
         for name in [m for m in sys.modules if m == "evaluate" or m.startswith("evaluate.")]:
             del sys.modules[name]
