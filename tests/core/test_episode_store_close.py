@@ -31,7 +31,9 @@ class HeldWrite:
             return real(store_self, db, config, episodes)
 
         monkeypatch.setattr(EpisodeStore, "_put_many", held)
-        self.thread = threading.Thread(target=store.put_many, args=("config", {7: encode_episode(_episode(7))}))
+        self.thread = threading.Thread(
+            target=store.put_many, args=("config", {7: encode_episode(_episode(7))})
+        )
         self.thread.start()
         assert self.entered.wait(30)
 

@@ -13,7 +13,9 @@ block named after the benchmark)."""
 
 from __future__ import annotations
 
+import importlib
 import logging
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -57,6 +59,36 @@ class ReportContext:
 ReportFunction = Callable[[ReportContext], Iterable[str | Path] | None]
 REPORTS: HookKind[ReportFunction] = HookKind("report", core_modules=(), wing_module="report")
 register = REPORTS.register
+
+
+def imports_ahead(*modules: str) -> Callable[[ReportFunction], ReportFunction]:
+    """Mark a report whose modules (a plotting library: half a second of import) may be imported while the
+    run waits on its endpoint, rather than after its last answer (`start_imports`)."""
+
+    def mark(function: ReportFunction) -> ReportFunction:
+        function.imports_ahead = modules  # type: ignore[attr-defined]
+        return function
+
+    return mark
+
+
+def start_imports(reports: Sequence[Report]) -> threading.Thread | None:
+    """Import what the run's reports marked with `imports_ahead`, on a daemon thread (None: nothing to import).
+    A module that fails to import is left to its report, which says so when it runs."""
+    modules = list(dict.fromkeys(m for r in reports for m in getattr(r.function, "imports_ahead", ())))
+    if not modules:
+        return None
+
+    def run() -> None:
+        for module in modules:
+            try:
+                importlib.import_module(module)
+            except Exception:  # noqa: BLE001, S112 - the report imports it again and reports the failure
+                continue
+
+    thread = threading.Thread(target=run, name="audioeval-report-imports", daemon=True)
+    thread.start()
+    return thread
 
 
 def benchmark_tasks(record: RunRecord, namespace: str) -> list[tuple[str, dict[str, Any]]]:

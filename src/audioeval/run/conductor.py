@@ -32,7 +32,7 @@ from audioeval.results.outputs import (
     write_text,
 )
 from audioeval.results.record import RunRecord
-from audioeval.results.reports import ReportContext, run_reports
+from audioeval.results.reports import ReportContext, run_reports, start_imports
 from audioeval.results.run_health import resume_note
 from audioeval.results.score_rows import ScoreRow
 from audioeval.run.cache import NoCache, ResponseCache, ResponseStore
@@ -249,6 +249,8 @@ def _evaluate(
         evaluator = Evaluator(
             plan.tasks, model, answers, topology, run_dir or Path("."), settings, stages, source
         )
+        if topology.is_main:
+            start_imports(plan.reports)  # a plotting library, imported while the endpoint answers
         # every rank reports its own failure, naming the task; rank 0 says which rank failed
         gathered = collectively(topology, evaluator.run, evaluator.failure)
         outcomes = {t.name: [g.tasks[t.name] for g in gathered] for t in plan.tasks}

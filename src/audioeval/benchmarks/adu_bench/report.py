@@ -34,7 +34,7 @@ from audioeval.benchmarks.adu_bench.report_text import markdown, table2
 from audioeval.errors import UsageError
 from audioeval.results.blocks import FacetBlocks, PerK, ShotBlock
 from audioeval.results.record import RunRecord
-from audioeval.results.reports import ReportContext, benchmark_tasks, register
+from audioeval.results.reports import ReportContext, benchmark_tasks, imports_ahead, register
 
 log = logging.getLogger("audioeval")
 BENCHMARK = "adu_bench"  # the tasks' metadata block
@@ -257,6 +257,7 @@ def _warn_about_failures(summary: dict[str, Any]) -> None:
 
 
 @register("adu_bench")
+@imports_ahead("matplotlib.figure", "matplotlib.patches", "audioeval.benchmarks.adu_bench.report_plot")
 def report(ctx: ReportContext) -> list[Path]:
     from audioeval.benchmarks.adu_bench.report_plot import plot
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from audioeval.results.blocks import ShotBlock, by_shots, shot_key
 from audioeval.results.record import RunRecord
-from audioeval.results.reports import ReportContext, benchmark_tasks, register
+from audioeval.results.reports import ReportContext, benchmark_tasks, imports_ahead, register
 
 log = logging.getLogger("audioeval")
 BENCHMARK = "audioicl_bench"  # the tasks' and groups' metadata block
@@ -263,6 +263,7 @@ def plot(records: list[dict[str, Any]], path: Path) -> Path:
 
 
 @register("audioicl_bench")
+@imports_ahead("matplotlib.figure", "matplotlib.backends.backend_agg")
 def write_report(ctx: ReportContext) -> list[Path]:
     records = collect(ctx.record)
     if not records:
