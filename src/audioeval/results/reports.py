@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import importlib
 import logging
-import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -63,7 +62,7 @@ register = REPORTS.register
 
 def imports_ahead(*modules: str) -> Callable[[ReportFunction], ReportFunction]:
     """Mark a report whose modules (a plotting library: half a second of import) may be imported while the
-    run waits on its endpoint, rather than after its last answer (`start_imports`)."""
+    run's last answers come, rather than after them (`report_imports`)."""
 
     def mark(function: ReportFunction) -> ReportFunction:
         function.imports_ahead = modules  # type: ignore[attr-defined]
@@ -72,9 +71,9 @@ def imports_ahead(*modules: str) -> Callable[[ReportFunction], ReportFunction]:
     return mark
 
 
-def start_imports(reports: Sequence[Report]) -> threading.Thread | None:
-    """Import what the run's reports marked with `imports_ahead`, on a daemon thread (None: nothing to import).
-    A module that fails to import is left to its report, which says so when it runs."""
+def report_imports(reports: Sequence[Report]) -> Callable[[], None] | None:
+    """A function importing what the run's reports marked with `imports_ahead` (None: nothing to import). A
+    module that fails to import is left to its report, which says so when it runs."""
     modules = list(dict.fromkeys(m for r in reports for m in getattr(r.function, "imports_ahead", ())))
     if not modules:
         return None
@@ -86,9 +85,7 @@ def start_imports(reports: Sequence[Report]) -> threading.Thread | None:
             except Exception:  # noqa: BLE001, S112 - the report imports it again and reports the failure
                 continue
 
-    thread = threading.Thread(target=run, name="audioeval-report-imports", daemon=True)
-    thread.start()
-    return thread
+    return run
 
 
 def benchmark_tasks(record: RunRecord, namespace: str) -> list[tuple[str, dict[str, Any]]]:

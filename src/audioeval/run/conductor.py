@@ -32,7 +32,7 @@ from audioeval.results.outputs import (
     write_text,
 )
 from audioeval.results.record import RunRecord
-from audioeval.results.reports import ReportContext, run_reports, start_imports
+from audioeval.results.reports import ReportContext, report_imports, run_reports
 from audioeval.results.run_health import resume_note
 from audioeval.results.score_rows import ScoreRow
 from audioeval.run.cache import NoCache, ResponseCache, ResponseStore
@@ -242,15 +242,15 @@ def _evaluate(
         )
         # the order each answer goes through them: heard, then judged (the chosen text), then the references
         stages = ([speech] if speech is not None else []) + stages
-        settings = EvalSettings(log_samples=cfg.log_samples, show_progress=cfg.show_progress)
+        # the reports' plotting library is imported while the last answers come, not after them
+        imports = report_imports(plan.reports) if topology.is_main else None
+        settings = EvalSettings(cfg.log_samples, cfg.show_progress, imports)
         source = EpisodeSource(episodes)  # closed before the stores: no thread writes to a closed one
         # a model whose weights may change between runs (given in memory) is never answered from the cache
         answers = cache if model.cacheable and model is not cfg.model_instance else NoCache()
         evaluator = Evaluator(
             plan.tasks, model, answers, topology, run_dir or Path("."), settings, stages, source
         )
-        if topology.is_main:
-            start_imports(plan.reports)  # a plotting library, imported while the endpoint answers
         # every rank reports its own failure, naming the task; rank 0 says which rank failed
         gathered = collectively(topology, evaluator.run, evaluator.failure)
         outcomes = {t.name: [g.tasks[t.name] for g in gathered] for t in plan.tasks}

@@ -10,8 +10,10 @@ order and aggregates, so results do not depend on process count, batch size, con
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from audioeval.errors import UsageError
 from audioeval.models.base import Model
@@ -30,6 +32,8 @@ from audioeval.run.timing import TaskTiming
 class EvalSettings:
     log_samples: bool = False
     show_progress: bool = True
+    # run once every request is rendered, while the last answers come (the reports' imports: conductor.py)
+    when_fed: Callable[[], Any] | None = None
 
 
 @dataclass
@@ -89,6 +93,7 @@ class Evaluator:
             self.topology,
             self.run_dir if self.settings.log_samples else None,
             self.settings.show_progress,
+            self.settings.when_fed,
         )
         try:
             asyncio.run(pipeline.run())

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,10 +43,18 @@ class FeedFailed:
 
 
 class RunFeed:
-    def __init__(self, work: list[tuple[PreparedTask, list[int]]], source: EpisodeSource, ahead: int) -> None:
+    def __init__(
+        self,
+        work: list[tuple[PreparedTask, list[int]]],
+        source: EpisodeSource,
+        ahead: int,
+        when_fed: Callable[[], Any] | None = None,
+    ) -> None:
         self.work = work  # (task, this process's indices) in the run's order
         self.source = source
         self.ahead = max(1, ahead)
+        # run on this thread once every episode is handed over (the run's last answers are still to come)
+        self.when_fed = when_fed
         self._slots = threading.Semaphore(self.ahead)
         self._stop = threading.Event()
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
@@ -86,9 +94,14 @@ class RunFeed:
                         return
                     self._put(Rendered(position, task.requests_for(episode)))
                 self._put(TaskDone(position, spent, made))
+            # read before the end is handed over: the loop then stops the feed itself
+            stopped = self._stop.is_set()
             self._put(_END)
         except BaseException as err:  # noqa: BLE001 - handed to the loop, which raises it
             self._put(FeedFailed(err, task_name))
+            return
+        if self.when_fed is not None and not stopped:
+            self.when_fed()
 
     def _put(self, item: Any) -> None:
         assert self._loop is not None

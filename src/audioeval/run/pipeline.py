@@ -21,7 +21,7 @@ import gc
 import logging
 import math
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -104,6 +104,7 @@ class RunPipeline:
         topology: Topology,
         run_dir: Path | None,
         show_progress: bool,
+        when_fed: Callable[[], Any] | None = None,
     ) -> None:
         self.work = work
         self.server = server
@@ -112,6 +113,7 @@ class RunPipeline:
         self.topology = topology
         self.run_dir = run_dir  # set when samples are logged
         self.show_progress = show_progress
+        self.when_fed = when_fed  # on the feed thread, once every request is rendered (RunFeed)
         model = server.model
         # a batch backend gets fixed windows of requests (sorted and chunked inside each), so what is batched
         # with what depends only on the request order; a streaming backend gets each episode's requests at once
@@ -144,7 +146,7 @@ class RunPipeline:
         self._enough = asyncio.Event()  # a batch worth scoring is ready: see _score_loop
         self._scoring = ThreadPoolExecutor(max_workers=1, thread_name_prefix="audioeval-scoring")
         shots = max(len(t.shots) for t, _ in self.work) if self.work else 1
-        feed = RunFeed(self.work, self.source, max(4, math.ceil(self.window / shots) + 2))
+        feed = RunFeed(self.work, self.source, max(4, math.ceil(self.window / shots) + 2), self.when_fed)
         context = RunContext(
             [t for t, _ in self.work], self.topology, self.run_dir, self.show_progress, self.source
         )
