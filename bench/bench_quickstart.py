@@ -3,7 +3,7 @@
     python bench/bench_quickstart.py [--limit 50] [--repeats 1] [--out bench/results/quickstart.json]
 
 Targets (issue 24): the first run within 60 s on two cores after setup, a rerun on the same cache within
-0.35 of the first run. Each run is a fresh `python -m audioeval` subprocess with its own empty
+0.35 of the first run. Each run is a fresh `audioeval` command (the script beside this Python) with its own empty
 $AUDIOEVAL_CACHE (speech, responses, episodes) and output folder, so nothing from an earlier run helps the
 first one. Printed per run: wall seconds, CPU seconds (user + system of the run and every process under it:
 the figure to read on a shared machine), the share of the cores that CPU fills over the wall time and the
@@ -61,10 +61,11 @@ def reap_orphans() -> None:
 
 
 def quick_start(limit: int, output: Path) -> list[str]:
+    """The command as the README types it: the `audioeval` script beside this Python (`python -m audioeval`
+    where it is not installed)."""
+    script = Path(sys.executable).parent / "audioeval"
     return [
-        sys.executable,
-        "-m",
-        "audioeval",
+        *([str(script)] if script.is_file() else [sys.executable, "-m", "audioeval"]),
         "--tasks",
         "audioicl_bench",
         "--model",

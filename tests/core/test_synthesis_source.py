@@ -12,8 +12,9 @@ import pytest
 
 from audioeval.config.registry import TaskRegistry
 from audioeval.models.baselines.chance import ChanceModel
-from audioeval.run import planning, synthesis
+from audioeval.run import synthesis
 from audioeval.run.conductor import run_evaluation
+from audioeval.run.episode_store import clips_in_order
 from audioeval.run.planning import plan_run
 from audioeval.run.prepared import preflight, prepare_tasks
 from audioeval.run.settings import RunConfig
@@ -99,17 +100,36 @@ def test_the_synthesis_counters_add_up_when_several_threads_make_episodes(toy_ta
     assert source.synthesis_s == 0.5 * threads * per_thread
 
 
-def test_the_workers_server_starts_while_planning_only_if_episodes_are_to_make(tmp_path, monkeypatch):
-    """A cold run starts the server the synthesis workers are forked from while it prepares (its imports then
-    overlap preflight instead of holding up the first request); a rerun whose episodes are stored starts none."""
-    started: list[bool] = []
-    monkeypatch.setattr(planning, "start_forkserver", lambda: started.append(True))
+def test_a_cold_runs_first_episodes_are_made_by_the_workers_while_planning(tmp_path, monkeypatch):
+    """The first episode of each task not stored is made by the synthesis workers while planning runs its other
+    checks; preflight renders what they made, with their encoding for the store. A rerun whose episodes are
+    stored asks them for none."""
+    pool = InlinePool()
+    monkeypatch.setattr(synthesis, "worker_pool", lambda workers: pool)
+    monkeypatch.setattr(synthesis, "synthesis_workers", lambda: 2)
     cfg = RunConfig(tasks="audioicl_audio_remap", model="chance", limit="3", num_fewshot=[0, 1],
                     cache_dir=str(tmp_path / "cache"), bootstrap_resamples=20, show_progress=False)  # fmt: skip
-    plan_run(cfg)
-    assert started == [True]
-    monkeypatch.setattr(synthesis, "worker_pool", lambda workers: InlinePool())
+    task = plan_run(cfg).tasks[0]
+    assert pool.jobs == [task.indices[0]]
+    assert task.preflight_episode is not None and task.preflight_encoded is not None
     run_evaluation(cfg)  # stores the episodes
-    started.clear()
-    plan_run(cfg)
-    assert started == []
+    pool.jobs.clear()
+    task = plan_run(cfg).tasks[0]
+    assert pool.jobs == [] and task.preflight_episode is not None
+
+
+def test_a_first_episode_the_workers_could_not_make_is_made_by_preflight_itself(tmp_path, monkeypatch):
+    class BrokenPool:
+        def submit(self, fn, *args):
+            future: Future = Future()
+            future.set_exception(RuntimeError("a worker died"))
+            return future
+
+    monkeypatch.setattr(synthesis, "worker_pool", lambda workers: BrokenPool())
+    monkeypatch.setattr(synthesis, "synthesis_workers", lambda: 2)
+    cfg = RunConfig(tasks="audioicl_audio_remap", model="chance", limit="3", num_fewshot=[0, 1],
+                    cache_dir=str(tmp_path / "cache"), bootstrap_resamples=20, show_progress=False)  # fmt: skip
+    task = plan_run(cfg).tasks[0]
+    assert task.preflight_episode is not None and task.preflight_encoded is None
+    made_here, again = task.preflight_episode[1], task.episode(task.indices[0])
+    assert [c.sha256 for c in clips_in_order(made_here)] == [c.sha256 for c in clips_in_order(again)]

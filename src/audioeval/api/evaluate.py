@@ -118,7 +118,7 @@ def run(cfg: RunConfig) -> EvaluationResult:
     try:
         return conduct(cfg, init_topology(keep_group=True), finish)
     finally:
-        from audioeval.run.synthesis import close_worker_pool
+        from audioeval.run.worker_processes import close_worker_pool
 
         close_worker_pool()  # a call leaves no thread or worker process behind (the next starts its own)
         if scratch is not None:

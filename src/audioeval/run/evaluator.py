@@ -83,7 +83,7 @@ class Evaluator:
         work = [(task, task.indices[rank::world]) for task in self.tasks]
         for task, indices in work:
             if task.preflight_episode is not None and task.preflight_episode[0] not in indices:
-                task.preflight_episode = None  # another process's episode
+                task.preflight_episode = task.preflight_encoded = None  # another process's episode
         self.source.warm_up([t for t, indices in work if indices])
         pipeline = RunPipeline(
             work,

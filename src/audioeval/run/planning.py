@@ -28,7 +28,7 @@ from audioeval.run.progress import said_if_slow
 from audioeval.run.reference_models import check_reference_models
 from audioeval.run.requirements import check_installed, module_source
 from audioeval.run.settings import RunConfig, cache_folder
-from audioeval.run.synthesis import start_forkserver
+from audioeval.run.synthesis import FirstEpisodes
 
 log = logging.getLogger("audioeval")
 
@@ -84,14 +84,11 @@ def plan_run(cfg: RunConfig) -> RunPlan:
     )
     tasks = with_conditions(tasks, augment)
     stored = stored_first_episodes(cfg, tasks)
-    if any(isinstance(t.builder, EpisodeBuilder) and t.indices and t.name not in stored for t in tasks):
-        start_forkserver()  # episodes will be synthesized: the workers' server starts while preflight runs
-    # seconds of synthesis on a cold cache: said, so that they do not pass in silence
-    to_make = len(tasks) - len(stored)
-    with said_if_slow(
-        f"{len(tasks)} task(s): synthesizing the first episode of {to_make} to check the prompts"
-    ):
-        preflight(tasks, model_class, cfg.model_args, stored)
+    # the first episodes not stored are made by the worker processes while the checks below run
+    to_make = [
+        t for t in tasks if isinstance(t.builder, EpisodeBuilder) and t.indices and t.name not in stored
+    ]
+    first = FirstEpisodes(to_make, encode=not cfg.no_cache)
     check_reference_models(clean_tasks(tasks))
     # the roles compiled when the tasks were discovered: the panel runs these very ones
     roles = (
@@ -100,6 +97,11 @@ def plan_run(cfg: RunConfig) -> RunPlan:
     reports = resolve_reports(registry, clean_tasks(tasks), group_names)
     plan = RunPlan(registry, tasks, group_names, augment, model_class, judge_classes, roles, reports)
     check_installed(code_of_run(cfg, plan))
+    # seconds of synthesis on a cold cache: said, so that they do not pass in silence
+    with said_if_slow(
+        f"{len(tasks)} task(s): synthesizing the first episode of {len(to_make)} to check the prompts"
+    ):
+        preflight(tasks, model_class, cfg.model_args, stored, first.take)
     if not cfg.judge and (warning := unjudged_warning(tasks)):
         log.warning(warning)
     return plan

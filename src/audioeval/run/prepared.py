@@ -7,7 +7,7 @@ import inspect
 import logging
 import math
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +44,9 @@ class PreparedTask:
     episode_source: Any = None
     # (index, episode) that preflight made: the run's first episode of this task, not made twice
     preflight_episode: tuple[int, dict[str, Any]] | None = None
+    preflight_encoded: Any = (
+        None  # its encoding for the episode store, when a worker made it (EncodedEpisode)
+    )
     _seed_builders: dict[int, Any] = field(default_factory=dict, repr=False)  # episodes_of_seed's builders
 
     @property
@@ -260,11 +263,13 @@ def preflight(
     model_cls: type[Model],
     model_args: dict[str, Any] | None = None,
     stored: dict[str, dict[str, Any]] | None = None,
+    made: Callable[[PreparedTask], Any] | None = None,
 ) -> None:
     """Render episode 0 of every task at every k: template errors, clip mismatches, missing label spaces,
     generation settings the model does not take and tasks the model has no method for all surface here,
     before the model is loaded. `stored`: task -> its first episode read from the episode store (not made
-    again)."""
+    again); `made(task)`: its first episode made elsewhere (the worker processes: a `Made`, or None when they
+    could not make it, and it is made here)."""
     for task in tasks:
         model_cls.check_task(task.config.name, task.config.builder_config)
         if task.config.generation_kwargs:
@@ -273,7 +278,11 @@ def preflight(
             )
         if not task.indices:
             raise ConfigError(f"{task.config.path}: the builder produced no episodes.")
-        episode = (stored or {}).get(task.name) or task.episode(task.indices[0])
+        episode = (stored or {}).get(task.name)
+        if episode is None and made is not None and (by_workers := made(task)) is not None:
+            episode, task.preflight_encoded = by_workers.episode, by_workers.encoded
+        if episode is None:
+            episode = task.episode(task.indices[0])
         task.preflight_episode = (task.indices[0], episode)
         available = len(episode.get("demos") or [])
         too_many = [k for k in task.shots if k > available]

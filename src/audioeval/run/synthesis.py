@@ -16,17 +16,13 @@ and `episodes(task, indices, seed)` then reads them from the store.
 
 from __future__ import annotations
 
-import atexit
 import logging
-import multiprocessing
 import os
-import signal
-import sys
 import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any
@@ -37,37 +33,11 @@ from audioeval.data.builders import EpisodeBuilder, make_builder
 from audioeval.run.episode_store import EncodedEpisode, EpisodeStore, encode_episode, episode_key
 from audioeval.run.prepared import PreparedTask
 from audioeval.run.timing import SYNTHESIS_CPU
+from audioeval.run.worker_processes import synthesis_workers, worker_pool
 
 log = logging.getLogger("audioeval")
 
-WORKERS_VARIABLE = "AUDIOEVAL_SYNTHESIS_WORKERS"
 STORE_EVERY = 16  # synthesized episodes written to the store in one transaction
-
-
-def synthesis_workers() -> int:
-    raw = os.environ.get(WORKERS_VARIABLE, "").strip()
-    if raw:
-        try:
-            return max(0, int(raw))
-        except ValueError:
-            log.warning("%s=%r is not a number of processes: using the cores", WORKERS_VARIABLE, raw)
-    if _main_is_a_script():
-        return 0
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    local = int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1)
-    return max(1, cores // max(1, local))
-
-
-def _main_is_a_script() -> bool:
-    """A worker process imports the main module again when it is a script file, which runs the script's
-    code once more unless it is behind `if __name__ == "__main__":`. Without a say from the user
-    (AUDIOEVAL_SYNTHESIS_WORKERS), such a run synthesizes on its own thread; `python -m`, the CLI and
-    interactive sessions use workers."""
-    main = sys.modules.get("__main__")
-    spec = getattr(main, "__spec__", None)
-    return getattr(main, "__file__", None) is not None and (
-        spec is None or not spec.name.endswith("__main__")
-    )
 
 
 @dataclass(frozen=True)
@@ -149,110 +119,43 @@ def make_episode(recipe: Recipe, index: int, encode: bool, audio: bool = True) -
     return Made(episode, encode_episode(episode) if encode else None, seconds)
 
 
-def _exit_with_parent() -> None:
-    """Exit when the parent process is gone: a run killed with SIGKILL leaves no process behind (one would
-    hold the run's output pipes open, and its caller would wait for them forever)."""
-    parent = os.getppid()
+class FirstEpisodes:
+    """Episode 0 of each task, made by the worker processes while the run gets ready: preflight renders them
+    (`take`), and the run then sends them first. Submitted from a thread of its own, since the first job waits
+    for the forkserver's imports. A task whose episode the workers could not make (no workers, a worker that
+    died, the builder's own error) gets None: preflight makes it in this process, which raises the error there
+    as it always did."""
 
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(0.5)
-        os._exit(0)
+    def __init__(self, tasks: list[PreparedTask], encode: bool) -> None:
+        self._jobs: dict[str, Future[Made]] = {}
+        self._submitted = threading.Event()
+        workers = synthesis_workers()
+        if workers <= 0 or not tasks:
+            self._submitted.set()
+            return
+        threading.Thread(
+            target=self._submit, args=(tasks, workers, encode), name="audioeval-first-episodes", daemon=True
+        ).start()
 
-    threading.Thread(target=watch, name="audioeval-parent-watch", daemon=True).start()
+    def _submit(self, tasks: list[PreparedTask], workers: int, encode: bool) -> None:
+        try:
+            pool = worker_pool(workers)
+            for task in tasks:
+                self._jobs[task.name] = pool.submit(make_episode, Recipe.of(task), task.indices[0], encode)
+        except Exception as err:  # noqa: BLE001 - the episodes are made in this process instead
+            log.debug("first episodes: the workers could not be asked (%s)", err)
+        finally:
+            self._submitted.set()
 
-
-def _quiet_worker() -> None:
-    """A worker ignores Ctrl-C (the run handles it and stops the pool), exits with its parent and keeps the
-    memory it frees."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _exit_with_parent()
-    keep_freed_memory()
-
-
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters (malloc.h)
-
-
-def keep_freed_memory() -> None:
-    """Let this process reuse the memory it frees instead of handing it back to the system. Synthesis makes and
-    drops numpy arrays of a few megabytes (a 10 s clip in float64 is 1.3 MB) all the time; past glibc's
-    thresholds each is mapped and faulted in page by page again, which cost AnomalyDetect a fifth of its
-    synthesis time (50,000 page faults per episode) in the kernel. Here freed memory up to 128 MB stays with
-    the process, and only arrays from 32 MB are mapped on their own. Results do not change (nothing reads
-    memory it has not written); where the C library has no mallopt (not glibc), nothing happens."""
-    try:
-        import ctypes
-        import ctypes.util
-
-        mallopt = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt
-    except (OSError, AttributeError):
-        return
-    mallopt(_M_MMAP_THRESHOLD, 32 << 20)
-    mallopt(_M_TRIM_THRESHOLD, 128 << 20)
-
-
-def _in_forkserver() -> bool:
-    """Whether this module is being preloaded by a multiprocessing forkserver (which outlives its parent)."""
-    frame = sys._getframe()
-    while frame is not None:
-        if frame.f_code.co_name == "main" and frame.f_code.co_filename.endswith("forkserver.py"):
-            return True
-        frame = frame.f_back  # type: ignore[assignment]
-    return False
-
-
-if _in_forkserver():  # the server the workers are forked from exits with the run, and so do they
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _exit_with_parent()
-
-
-_POOL: ProcessPoolExecutor | None = None
-_POOL_SIZE = 0
-_POOL_LOCK = threading.Lock()
-
-
-def _worker_context() -> Any:
-    methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
-    if hasattr(context, "set_forkserver_preload"):
-        # scipy.signal too: the generators filter, and imported once here it is not imported again by each worker
-        context.set_forkserver_preload(["audioeval.run.synthesis", "scipy.signal"])
-    return context
-
-
-def start_forkserver() -> None:
-    """Start the server the workers are forked from, without waiting for it: it spends a couple of seconds of
-    CPU importing what synthesis needs, which the first worker would otherwise wait for with the run stopped.
-    Called as soon as the run knows it will synthesize, so that this overlaps the rest of its preparation."""
-    if synthesis_workers() <= 0 or "forkserver" not in multiprocessing.get_all_start_methods():
-        return
-    _worker_context()
-    from multiprocessing import forkserver
-
-    forkserver.ensure_running()
-
-
-def worker_pool(workers: int) -> ProcessPoolExecutor:
-    """One pool per process, kept until `close_worker_pool` (the end of an `evaluate` call) or the exit."""
-    global _POOL, _POOL_SIZE
-    with _POOL_LOCK:
-        if _POOL is None or _POOL_SIZE != workers or getattr(_POOL, "_broken", False):
-            if _POOL is not None:
-                _POOL.shutdown(wait=False, cancel_futures=True)
-            context = _worker_context()
-            _POOL = ProcessPoolExecutor(workers, mp_context=context, initializer=_quiet_worker)
-            _POOL_SIZE = workers
-        return _POOL
-
-
-@atexit.register
-def close_worker_pool() -> None:
-    """Stop the synthesis workers and the threads that feed them; the next run starts them again."""
-    global _POOL
-    with _POOL_LOCK:
-        pool, _POOL = _POOL, None
-    if pool is not None:
-        pool.shutdown(wait=True, cancel_futures=True)
+    def take(self, task: PreparedTask) -> Made | None:
+        self._submitted.wait()
+        job = self._jobs.pop(task.name, None)
+        if job is None:
+            return None
+        try:
+            return job.result()
+        except Exception:  # noqa: BLE001 - made again in this process, where its error is raised as before
+            return None
 
 
 class SourceStopped(Exception):
@@ -446,9 +349,12 @@ class EpisodeSource:
         self, task: PreparedTask, index: int, seed: int | None, encode: bool, audio: bool = True
     ) -> Made:
         if seed is None and task.preflight_episode is not None and task.preflight_episode[0] == index:
-            episode = task.preflight_episode[1]  # made by preflight before the run: not made twice
-            task.preflight_episode = None
-            return Made(episode, encode_episode(episode) if encode else None, 0.0)
+            episode = task.preflight_episode[1]  # made for preflight before the run: not made twice
+            encoded = task.preflight_encoded  # made by a worker with the episode, else encoded here
+            task.preflight_episode = task.preflight_encoded = None
+            if encode and encoded is None:
+                encoded = encode_episode(episode)
+            return Made(episode, encoded if encode else None, 0.0)
         if seed is None and not isinstance(task.builder, EpisodeBuilder):
             started = time.perf_counter()
             episode = task.episode(index)  # stored data (`dataset=`): read, not synthesized

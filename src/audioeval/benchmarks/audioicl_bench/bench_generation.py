@@ -27,7 +27,7 @@ from pathlib import Path  # noqa: E402
 
 from audioeval.benchmarks.audioicl_bench.configs import configs_of  # noqa: E402
 from audioeval.config.registry import TaskRegistry  # noqa: E402
-from audioeval.run.synthesis import keep_freed_memory  # noqa: E402
+from audioeval.run.worker_processes import keep_freed_memory  # noqa: E402
 
 
 def benchmark_configs() -> list[str]:
