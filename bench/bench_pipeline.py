@@ -11,7 +11,9 @@ Every endpoint is the project's fake server in its own process (`python -m audio
   server; achieved / ideal at the server over the generation span (ideal = in flight / mean delay);
 - the ceiling: a minimal aiohttp client in its own process replays the very bodies audioeval sent, at the same
   concurrency, against a fresh server; audioeval / ceiling is the figure that measures the harness (the
-  ceiling is the machine's: on two shared cores even the minimal client falls short of ideal at 128);
+  ceiling is the machine's: on two shared cores even the minimal client falls short of ideal at 128); the
+  client's own CPU per request over its sending is printed beside the run's: this machine's speed drifts by a
+  fifth over a day, so CPU figures compare only within one bench run;
 - wall (process start to exit) against max(the endpoint's ideal time, the run's CPU seconds / cores), where the
   ideal time is requests x mean delay / in flight and CPU is the run's and its worker processes' (user +
   system; the workers of a multiprocessing forkserver are read from /proc, nobody waits for them); CPU per
@@ -195,7 +197,8 @@ def run_audioeval(args: list[str], out: Path) -> dict[str, Any]:
 
 
 def replay(recording: Path, concurrency: int) -> dict[str, Any]:
-    """The minimal client in its own process against a fresh server: achieved / ideal at that server."""
+    """The minimal client in its own process against a fresh server: achieved / ideal at that server, and the
+    client's CPU seconds over its sending (what it prints: no start-up, no reading of the recording)."""
     server = Endpoint()
     try:
         cmd = [sys.executable, __file__, "--replay", str(recording), server.base_url, str(concurrency)]
@@ -206,7 +209,7 @@ def replay(recording: Path, concurrency: int) -> dict[str, Any]:
         span = throughput(server.timings(), concurrency)
     finally:
         server.close()
-    return {**span, "load": [load_before, load()]}
+    return {**span, "load": [load_before, load()], "cpu_s": float(proc.stdout.split()[-1])}
 
 
 def replay_client(recording: str, base_url: str, concurrency: int) -> None:
@@ -235,7 +238,9 @@ def replay_client(recording: str, base_url: str, concurrency: int) -> None:
 
             await asyncio.gather(*(send(s, n) for s, n in offsets))
 
+    cpu = time.process_time()
     asyncio.run(main())
+    print(f"{time.process_time() - cpu:.4f}")
 
 
 def measured(
@@ -284,6 +289,8 @@ def measured(
         "cpu_ms_per_request": round(1000 * ran["cpu_s"] / n, 2),
         # the run's own process alone over the generation span: no start-up, no worker processes
         "steady_cpu_ms_per_request": round(1000 * steady / n, 2) if steady is not None else None,
+        # the minimal client on the same bodies (its sending alone): what this machine's CPU does per request now
+        "ceiling_cpu_ms_per_request": round(1000 * ceiling["cpu_s"] / n, 2),
         "wall_over_bound": round(ran["wall_s"] / bound, 3),
         "startup_s": round(min(t[0] for t in timings) - ran["started"], 3),
         "synthesis_s": timing.get("synthesis_seconds"),
@@ -296,7 +303,7 @@ def measured(
         f"{out['ceiling']:.3f}, audioeval/ceiling {out['audioeval_over_ceiling']:.3f}; wall {out['wall_s']:.1f} s "
         f"= {out['wall_over_bound']:.2f} x max(ideal {ideal_s:.1f} s, CPU {ran['cpu_s']:.1f} s / {cores()}); "
         f"CPU {out['cpu_ms_per_request']:.1f} ms/request ({out['steady_cpu_ms_per_request']} in the run's process over "
-        f"the generation span); start-up {out['startup_s']:.1f} s; CPU s by process "
+        f"the generation span, the minimal client {out['ceiling_cpu_ms_per_request']} on the same bodies); start-up {out['startup_s']:.1f} s; CPU s by process "
         f"{', '.join(f'{k} {v}' for k, v in ran['cpu_by_process'].items())}; "
         f"load {ran['load'][0]:.1f}-{ran['load'][1]:.1f}",
         flush=True,
