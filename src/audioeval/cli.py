@@ -149,10 +149,6 @@ def cmd_run(argv: list[str]) -> int:
     if listing is not None:
         print(listing)
         return 0
-    if _probably_synthesizes(args):
-        from audioeval.run.worker_processes import start_forkserver
-
-        start_forkserver()  # its imports run on another core while this process imports and plans
     from audioeval.api.evaluate import evaluate
     from audioeval.run.distributed import close_process_group
 
@@ -166,16 +162,6 @@ def cmd_run(argv: list[str]) -> int:
         return 0
     _say_outcome(result, full_table=args.full_table)
     return 0
-
-
-def _probably_synthesizes(args: argparse.Namespace) -> bool:
-    """Whether the run will likely synthesize episodes, told before anything is imported: no episode store to
-    read them from (--no_cache, or none in the cache folder yet). The run itself decides later, knowing its
-    tasks; a guess wrong this way only costs the idle server's imports, on another core."""
-    from audioeval.run.settings import default_cache_dir
-
-    folder = Path(args.cache_dir).expanduser() if args.cache_dir else default_cache_dir()
-    return bool(args.no_cache) or not (folder / "episodes.sqlite").is_file()
 
 
 def _listing(args: argparse.Namespace) -> str | None:

@@ -1,14 +1,19 @@
 """The `audioeval` command is a script that pip writes (its work under `if __name__ == "__main__":`), so its runs
 synthesize in worker processes, like `python -m audioeval`; another script, which may lack that guard, does not
-unless AUDIOEVAL_SYNTHESIS_WORKERS says so."""
+unless AUDIOEVAL_SYNTHESIS_WORKERS says so, even one that calls the command's console() without the guard. A
+failed run stops its workers without waiting for the episodes they are making."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import threading
+import time
 
 import pytest
+
+from audioeval.run.worker_processes import close_worker_pool, worker_pool
 
 # what pip writes for a console_scripts entry point, with main() replaced by a probe of the worker count
 COMMAND = """#!{python}
@@ -23,6 +28,12 @@ if __name__ == '__main__':
 PLAIN = """from audioeval.run.worker_processes import synthesis_workers
 print("workers", synthesis_workers())
 """
+# a wrapper of one's own that calls console() at its top level: each worker would run it again
+UNGUARDED = """import audioeval.cli as cli
+from audioeval.run.worker_processes import synthesis_workers
+cli.main = lambda: print("workers", synthesis_workers()) or 0
+cli.console()
+"""
 
 
 def _workers(path) -> int:
@@ -36,8 +47,31 @@ def _workers(path) -> int:
 
 @pytest.mark.slow
 def test_the_audioeval_command_uses_workers_and_another_script_does_not(tmp_path):
-    command, plain = tmp_path / "audioeval", tmp_path / "script.py"
+    command, plain, unguarded = tmp_path / "audioeval", tmp_path / "script.py", tmp_path / "wrapper.py"
     command.write_text(COMMAND.format(python=sys.executable))
     plain.write_text(PLAIN)
+    unguarded.write_text(UNGUARDED)
     assert _workers(command) == len(os.sched_getaffinity(0))
     assert _workers(plain) == 0
+    assert _workers(unguarded) == 0
+
+
+def _sleep_then(seconds: float) -> float:
+    time.sleep(seconds)
+    return seconds
+
+
+@pytest.mark.slow
+def test_a_failed_run_stops_its_workers_without_waiting_for_their_episodes():
+    pool = worker_pool(1)
+    job = pool.submit(_sleep_then, 120)
+    while not job.running():
+        time.sleep(0.05)
+    workers = list(pool._processes.values())
+    closing = threading.Thread(target=close_worker_pool, kwargs={"now": True})
+    closing.start()
+    closing.join(60)  # without `now`, the close waits for the job: two minutes
+    assert not closing.is_alive()
+    for worker in workers:
+        worker.join(30)
+        assert not worker.is_alive()

@@ -7,7 +7,7 @@ import asyncio
 import importlib.util
 import sys
 
-from audioeval.results.reports import REPORTS, Report, imports_ahead, report_imports
+from audioeval.results.reports import REPORTS, Report, ReportImports, imports_ahead
 from audioeval.run.feed import RunFeed
 
 
@@ -22,12 +22,30 @@ def test_marked_modules_are_imported_on_a_thread_and_a_failing_one_is_left_to_it
     def report(ctx):
         return []
 
-    imports = report_imports([Report("x", "task.yaml", report), Report("y", "task.yaml", lambda ctx: [])])
-    assert imports is not None and "ahead_plotlib" not in sys.modules
-    imports()
+    imports = ReportImports([Report("x", "task.yaml", report), Report("y", "task.yaml", lambda ctx: [])])
+    assert (
+        imports.modules == ["no_such_plotting_module", "ahead_plotlib"] and "ahead_plotlib" not in sys.modules
+    )
+    imports.import_now()
     assert sys.modules["ahead_plotlib"].LOADED
     assert "no_such_plotting_module" not in sys.modules
-    assert report_imports([Report("y", "task.yaml", lambda ctx: [])]) is None
+    assert ReportImports([Report("y", "task.yaml", lambda ctx: [])]).modules == []
+
+
+def test_once_closed_for_the_reports_nothing_more_is_imported(tmp_path, monkeypatch):
+    """The reports import on the main thread after `close`: the feed thread must not import at the same time."""
+    (tmp_path / "late_plotlib.py").write_text("LOADED = True\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "late_plotlib", raising=False)
+
+    @imports_ahead("late_plotlib")
+    def report(ctx):
+        return []
+
+    imports = ReportImports([Report("x", "task.yaml", report)])
+    imports.close()
+    imports.import_now()
+    assert "late_plotlib" not in sys.modules
 
 
 def test_the_benchmark_plots_name_modules_that_exist():

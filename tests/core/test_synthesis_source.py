@@ -10,9 +10,11 @@ from concurrent.futures import Future
 
 import pytest
 
+import audioeval
 from audioeval.config.registry import TaskRegistry
+from audioeval.errors import UsageError
 from audioeval.models.baselines.chance import ChanceModel
-from audioeval.run import synthesis
+from audioeval.run import planning, synthesis, worker_processes
 from audioeval.run.conductor import run_evaluation
 from audioeval.run.episode_store import clips_in_order
 from audioeval.run.planning import plan_run
@@ -133,3 +135,47 @@ def test_a_first_episode_the_workers_could_not_make_is_made_by_preflight_itself(
     assert task.preflight_episode is not None and task.preflight_encoded is None
     made_here, again = task.preflight_episode[1], task.episode(task.indices[0])
     assert [c.sha256 for c in clips_in_order(made_here)] == [c.sha256 for c in clips_in_order(again)]
+
+
+def test_a_planning_failure_drops_the_first_episodes_not_started(tmp_path, monkeypatch):
+    """A check that fails after the workers were asked for the first episodes leaves no job waiting for them."""
+
+    class PendingPool:
+        def __init__(self) -> None:
+            self.futures: list[Future] = []
+
+        def submit(self, fn, *args):
+            self.futures.append(Future())
+            return self.futures[-1]
+
+    pool = PendingPool()
+    monkeypatch.setattr(synthesis, "worker_pool", lambda workers: pool)
+    monkeypatch.setattr(synthesis, "synthesis_workers", lambda: 2)
+
+    def missing(pieces):
+        raise UsageError("a package is missing")
+
+    monkeypatch.setattr(planning, "check_installed", missing)
+    cfg = RunConfig(tasks="audioicl_audio_remap,audioicl_morse_code", model="chance", limit="3",
+                    cache_dir=str(tmp_path / "cache"), bootstrap_resamples=20, show_progress=False)  # fmt: skip
+    with pytest.raises(UsageError, match="missing"):
+        plan_run(cfg)
+    assert len(pool.futures) == 2 and all(f.cancelled() for f in pool.futures)
+
+
+def test_the_workers_server_starts_before_the_run_loads_only_without_an_episode_store(tmp_path, monkeypatch):
+    """A call with no episode store yet starts the forkserver before the run's heavy modules load (after its
+    names are checked); a call on a cache that has one leaves that to the first job."""
+    started: list[bool] = []
+    monkeypatch.setattr(worker_processes, "start_forkserver", lambda: started.append(True))
+    monkeypatch.setattr(synthesis, "worker_pool", lambda workers: InlinePool())
+    args = dict(model="chance", limit=2, num_fewshot=[0], cache_dir=str(tmp_path / "cache"), no_progress=True)
+    with pytest.raises(Exception, match="no_such_task"):
+        audioeval.evaluate(tasks=["no_such_task"], **args)
+    assert started == []
+    audioeval.evaluate(tasks=["audioicl_audio_remap"], **args)
+    assert started == [True]
+    audioeval.evaluate(tasks=["audioicl_audio_remap"], **args)
+    assert started == [True]
+    audioeval.evaluate(tasks=["audioicl_audio_remap"], no_cache=True, **{**args, "cache_dir": None})
+    assert started == [True, True]

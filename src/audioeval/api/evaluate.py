@@ -101,6 +101,10 @@ def run(cfg: RunConfig) -> EvaluationResult:
     check_names(
         cfg
     )  # before the run's heavy modules load: a misspelt name is reported in well under a second
+    from audioeval.run.worker_processes import close_worker_pool, start_forkserver
+
+    if _probably_synthesizes(cfg):
+        start_forkserver()  # its imports run on another core while this process imports and plans
     from audioeval.run.conductor import conduct
     from audioeval.run.distributed import init_topology
 
@@ -115,14 +119,26 @@ def run(cfg: RunConfig) -> EvaluationResult:
             result.keep_samples_in_memory()
         return result
 
+    failed = True
     try:
-        return conduct(cfg, init_topology(keep_group=True), finish)
+        result = conduct(cfg, init_topology(keep_group=True), finish)
+        failed = False
+        return result
     finally:
-        from audioeval.run.worker_processes import close_worker_pool
-
-        close_worker_pool()  # a call leaves no thread or worker process behind (the next starts its own)
+        # a call leaves no thread or worker process behind (the next starts its own); a failed one does not
+        # wait for the episodes in progress
+        close_worker_pool(now=failed)
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _probably_synthesizes(cfg: RunConfig) -> bool:
+    """Whether the run will likely synthesize episodes, told before its heavy modules load: no episode store to
+    read them from (--no_cache, or none in the cache folder yet). The run decides for itself later, knowing its
+    tasks; a wrong guess costs only the idle server's imports, on another core."""
+    from audioeval.run.settings import cache_folder
+
+    return cfg.no_cache or not (cache_folder(cfg)[0] / "episodes.sqlite").is_file()
 
 
 def check_names(cfg: RunConfig) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -71,21 +72,32 @@ def imports_ahead(*modules: str) -> Callable[[ReportFunction], ReportFunction]:
     return mark
 
 
-def report_imports(reports: Sequence[Report]) -> Callable[[], None] | None:
-    """A function importing what the run's reports marked with `imports_ahead` (None: nothing to import). A
-    module that fails to import is left to its report, which says so when it runs."""
-    modules = list(dict.fromkeys(m for r in reports for m in getattr(r.function, "imports_ahead", ())))
-    if not modules:
-        return None
+class ReportImports:
+    """What the run's reports marked with `imports_ahead`: imported on another thread while the run's last
+    answers come (`import_now`), and settled before the reports run (`close`: it waits for an import in
+    progress and keeps any from starting later, since two threads importing one package at once can fail on
+    its import cycles). A module that fails to import is left to its report, which says so when it runs."""
 
-    def run() -> None:
-        for module in modules:
-            try:
-                importlib.import_module(module)
-            except Exception:  # noqa: BLE001, S112 - the report imports it again and reports the failure
-                continue
+    def __init__(self, reports: Sequence[Report]) -> None:
+        self.modules = list(
+            dict.fromkeys(m for r in reports for m in getattr(r.function, "imports_ahead", ()))
+        )
+        self._lock = threading.Lock()
+        self._closed = False
 
-    return run
+    def import_now(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            for module in self.modules:
+                try:
+                    importlib.import_module(module)
+                except Exception:  # noqa: BLE001, S112 - the report imports it again and reports the failure
+                    continue
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
 
 
 def benchmark_tasks(record: RunRecord, namespace: str) -> list[tuple[str, dict[str, Any]]]:

@@ -57,7 +57,8 @@ def import_evaluate() -> Any:
     """`import evaluate`, without the seconds its package init spends on what only its Evaluator classes use
     (audioeval never does): transformers and its pipelines, and scipy.stats (half a second, for their
     bootstrap). Those imports are masked meanwhile, and evaluate then marks those classes unavailable. If
-    evaluate cannot be imported that way, it is imported plainly."""
+    evaluate cannot be imported that way, it is imported plainly. The masks hold for the whole process while
+    they last: the run imports evaluate while preparing its tasks, before it starts any thread of its own."""
     if "evaluate" in sys.modules:
         return sys.modules["evaluate"]
     # transformers itself when nothing imported it yet (an API run), else only its pipelines

@@ -32,7 +32,7 @@ from audioeval.results.outputs import (
     write_text,
 )
 from audioeval.results.record import RunRecord
-from audioeval.results.reports import ReportContext, report_imports, run_reports
+from audioeval.results.reports import ReportContext, ReportImports, run_reports
 from audioeval.results.run_health import resume_note
 from audioeval.results.score_rows import ScoreRow
 from audioeval.run.cache import NoCache, ResponseCache, ResponseStore
@@ -152,12 +152,15 @@ def conduct(
     except BaseException:
         _close_stores(cache, episodes)
         raise
+    imports = ReportImports(plan.reports)  # imported while the last answers come, if a report will run
     try:
-        evaluated = _evaluate(cfg, plan, judge, topology, run_dir, (cache, episodes))
+        evaluated = _evaluate(cfg, plan, judge, topology, run_dir, (cache, episodes), imports)
     except BaseException as err:
         _mark_failed(run_dir, topology, err)
         topology.close()
         raise
+    finally:
+        imports.close()
     finish = finish or (lambda outcome: outcome)
     value, failure = None, None
     if topology.is_main:
@@ -212,6 +215,7 @@ def _evaluate(
     topology: Topology,
     run_dir: Path | None,
     stores: Stores,
+    imports: ReportImports,
 ) -> Evaluated:
     cache, episodes = stores
     if judge is not None:
@@ -243,8 +247,8 @@ def _evaluate(
         # the order each answer goes through them: heard, then judged (the chosen text), then the references
         stages = ([speech] if speech is not None else []) + stages
         # the reports' plotting library is imported while the last answers come, not after them
-        imports = report_imports(plan.reports) if topology.is_main else None
-        settings = EvalSettings(cfg.log_samples, cfg.show_progress, imports)
+        reporting = topology.is_main and run_dir is not None and imports.modules
+        settings = EvalSettings(cfg.log_samples, cfg.show_progress, imports.import_now if reporting else None)
         source = EpisodeSource(episodes)  # closed before the stores: no thread writes to a closed one
         # a model whose weights may change between runs (given in memory) is never answered from the cache
         answers = cache if model.cacheable and model is not cfg.model_instance else NoCache()

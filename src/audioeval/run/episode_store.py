@@ -387,8 +387,9 @@ class EpisodeStore:
     """SQLite next to the response cache, shared by processes. A store that cannot be opened, read or written
     is dropped with one warning: the run then synthesizes every episode, as it would without it. Usable from
     any thread (one connection per thread). Once closed it reads and writes nothing (a clip read lazily after
-    that raises StoredAudioMissing); `close` waits for the calls in progress on other threads, since closing
-    an SQLite connection while another thread runs a statement on it can crash the process."""
+    that is missing: synthesized again where its episode can be, else StoredAudioMissing); `close` waits for
+    the calls in progress on other threads, since closing an SQLite connection while another thread runs a
+    statement on it can crash the process."""
 
     def __init__(self, path: Path, cap_bytes: int | None = None, quiet: bool = False) -> None:
         self.path = Path(path)

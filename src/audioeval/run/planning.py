@@ -22,7 +22,7 @@ from audioeval.models.registry import get_model_class, use_backend_folders
 from audioeval.results.reports import Report, resolve_reports
 from audioeval.results.run_health import unjudged_warning
 from audioeval.run.conditions import clean_tasks, with_conditions
-from audioeval.run.episode_store import EpisodeStore, episode_key
+from audioeval.run.episode_store import EpisodeStore, episode_key, store_cap_bytes
 from audioeval.run.prepared import PreparedTask, preflight, prepare_tasks
 from audioeval.run.progress import said_if_slow
 from audioeval.run.reference_models import check_reference_models
@@ -88,20 +88,27 @@ def plan_run(cfg: RunConfig) -> RunPlan:
     to_make = [
         t for t in tasks if isinstance(t.builder, EpisodeBuilder) and t.indices and t.name not in stored
     ]
-    first = FirstEpisodes(to_make, encode=not cfg.no_cache)
-    check_reference_models(clean_tasks(tasks))
-    # the roles compiled when the tasks were discovered: the panel runs these very ones
-    roles = (
-        {t.name: registry.judge_roles[t.config.name] for t in tasks if t.config.judge} if cfg.judge else {}
-    )
-    reports = resolve_reports(registry, clean_tasks(tasks), group_names)
-    plan = RunPlan(registry, tasks, group_names, augment, model_class, judge_classes, roles, reports)
-    check_installed(code_of_run(cfg, plan))
-    # seconds of synthesis on a cold cache: said, so that they do not pass in silence
-    with said_if_slow(
-        f"{len(tasks)} task(s): synthesizing the first episode of {len(to_make)} to check the prompts"
-    ):
-        preflight(tasks, model_class, cfg.model_args, stored, first.take)
+    storing = not cfg.no_cache and store_cap_bytes() > 0
+    first = FirstEpisodes(to_make, {t.name for t in to_make if storing and episode_key(t) is not None})
+    try:
+        check_reference_models(clean_tasks(tasks))
+        # the roles compiled when the tasks were discovered: the panel runs these very ones
+        roles = (
+            {t.name: registry.judge_roles[t.config.name] for t in tasks if t.config.judge}
+            if cfg.judge
+            else {}
+        )
+        reports = resolve_reports(registry, clean_tasks(tasks), group_names)
+        plan = RunPlan(registry, tasks, group_names, augment, model_class, judge_classes, roles, reports)
+        check_installed(code_of_run(cfg, plan))
+        # seconds of synthesis on a cold cache: said, so that they do not pass in silence
+        with said_if_slow(
+            f"{len(tasks)} task(s): synthesizing the first episode of {len(to_make)} to check the prompts"
+        ):
+            preflight(tasks, model_class, cfg.model_args, stored, first.take)
+    except BaseException:
+        first.cancel()
+        raise
     if not cfg.judge and (warning := unjudged_warning(tasks)):
         log.warning(warning)
     return plan

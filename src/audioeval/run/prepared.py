@@ -42,7 +42,8 @@ class PreparedTask:
     augment: Condition | None = None  # a robustness condition applied to every episode (audioeval.augment)
     # set by the run: where episodes come from (synthesis.EpisodeSource: the episode store, worker processes)
     episode_source: Any = None
-    # (index, episode) that preflight made: the run's first episode of this task, not made twice
+    # (index, episode) that preflight rendered (read from the episode store, made by a synthesis worker or made
+    # here): the run's first episode of this task, not made twice
     preflight_episode: tuple[int, dict[str, Any]] | None = None
     preflight_encoded: Any = (
         None  # its encoding for the episode store, when a worker made it (EncodedEpisode)

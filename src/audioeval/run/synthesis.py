@@ -124,24 +124,30 @@ class FirstEpisodes:
     (`take`), and the run then sends them first. Submitted from a thread of its own, since the first job waits
     for the forkserver's imports. A task whose episode the workers could not make (no workers, a worker that
     died, the builder's own error) gets None: preflight makes it in this process, which raises the error there
-    as it always did."""
+    as it always did. `storable`: the tasks whose episodes go to the episode store (their encoding is made with
+    them)."""
 
-    def __init__(self, tasks: list[PreparedTask], encode: bool) -> None:
+    def __init__(self, tasks: list[PreparedTask], storable: set[str]) -> None:
         self._jobs: dict[str, Future[Made]] = {}
         self._submitted = threading.Event()
+        self._cancelled = threading.Event()
         workers = synthesis_workers()
         if workers <= 0 or not tasks:
             self._submitted.set()
             return
         threading.Thread(
-            target=self._submit, args=(tasks, workers, encode), name="audioeval-first-episodes", daemon=True
+            target=self._submit, args=(tasks, workers, storable), name="audioeval-first-episodes", daemon=True
         ).start()
 
-    def _submit(self, tasks: list[PreparedTask], workers: int, encode: bool) -> None:
+    def _submit(self, tasks: list[PreparedTask], workers: int, storable: set[str]) -> None:
         try:
-            pool = worker_pool(workers)
             for task in tasks:
-                self._jobs[task.name] = pool.submit(make_episode, Recipe.of(task), task.indices[0], encode)
+                if self._cancelled.is_set():
+                    return
+                job = worker_pool(workers).submit(
+                    make_episode, Recipe.of(task), task.indices[0], task.name in storable
+                )
+                self._jobs[task.name] = job
         except Exception as err:  # noqa: BLE001 - the episodes are made in this process instead
             log.debug("first episodes: the workers could not be asked (%s)", err)
         finally:
@@ -156,6 +162,14 @@ class FirstEpisodes:
             return job.result()
         except Exception:  # noqa: BLE001 - made again in this process, where its error is raised as before
             return None
+
+    def cancel(self) -> None:
+        """Planning failed: no more jobs, and those not started yet are dropped (the run's end stops the rest)."""
+        self._cancelled.set()
+        self._submitted.wait()
+        for job in self._jobs.values():
+            job.cancel()
+        self._jobs.clear()
 
 
 class SourceStopped(Exception):

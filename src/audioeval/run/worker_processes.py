@@ -22,9 +22,10 @@ from typing import Any
 log = logging.getLogger("audioeval")
 
 WORKERS_VARIABLE = "AUDIOEVAL_SYNTHESIS_WORKERS"
-# what the forkserver imports before it forks any worker: synthesis, and scipy.signal (the generators filter;
-# imported once there, it is not imported again by each worker)
-PRELOAD = ["audioeval.run.synthesis", "scipy.signal"]
+# what the forkserver imports before it forks any worker: this module first (it starts the watch that ends the
+# server with the run, before seconds of imports), synthesis, and scipy.signal (the generators filter; imported
+# once there, it is not imported again by each worker)
+PRELOAD = ["audioeval.run.worker_processes", "audioeval.run.synthesis", "scipy.signal"]
 
 
 def synthesis_workers() -> int:
@@ -46,9 +47,34 @@ _GUARDED_MAIN = False  # set by `main_is_guarded`
 
 def main_is_guarded() -> None:
     """Say that the main module does its work only under `if __name__ == "__main__":`, so worker processes
-    may import it again: the `audioeval` command's script (pip writes it so) says it through cli.console()."""
+    may import it again: the `audioeval` command's script (pip writes it so) says it through cli.console().
+    Believed only where the main file does hold that guard (a wrapper of one's own may call console() at its
+    top level: each worker would run it again, and die)."""
     global _GUARDED_MAIN
-    _GUARDED_MAIN = True
+    _GUARDED_MAIN = _has_main_guard(getattr(sys.modules.get("__main__"), "__file__", None))
+
+
+def _has_main_guard(path: str | None) -> bool:
+    """Whether the file's top level has an `if __name__ == "__main__":` block."""
+    import ast
+
+    try:
+        with open(path or "", encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return False
+    for node in tree.body:
+        test = node.test if isinstance(node, ast.If) else None
+        if (
+            isinstance(test, ast.Compare)
+            and isinstance(test.left, ast.Name)
+            and test.left.id == "__name__"
+            and len(test.comparators) == 1
+            and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value == "__main__"
+        ):
+            return True
+    return False
 
 
 def _main_is_a_script() -> bool:
@@ -138,7 +164,8 @@ def _worker_context() -> Any:
 def start_forkserver() -> None:
     """Start the server the workers are forked from, without waiting for it: it spends a couple of seconds of
     CPU importing what synthesis needs, which the first worker would otherwise wait for with the run stopped.
-    Called as soon as the run knows it will synthesize, so that this overlaps the rest of its preparation."""
+    A run calls it before its own imports when it probably synthesizes (api/evaluate.py), so that the two
+    overlap; otherwise the first job starts it."""
     if synthesis_workers() <= 0 or "forkserver" not in multiprocessing.get_all_start_methods():
         return
     _worker_context()
@@ -161,10 +188,17 @@ def worker_pool(workers: int) -> ProcessPoolExecutor:
 
 
 @atexit.register
-def close_worker_pool() -> None:
-    """Stop the synthesis workers and the threads that feed them; the next run starts them again."""
+def close_worker_pool(now: bool = False) -> None:
+    """Stop the synthesis workers and the threads that feed them; the next run starts them again. `now` (the run
+    failed or was interrupted): the episodes in progress are not waited for, their processes are stopped."""
     global _POOL
     with _POOL_LOCK:
         pool, _POOL = _POOL, None
-    if pool is not None:
-        pool.shutdown(wait=True, cancel_futures=True)
+    if pool is None:
+        return
+    if now:
+        processes = list((getattr(pool, "_processes", None) or {}).values())  # CPython's pool keeps them so
+        pool.shutdown(wait=False, cancel_futures=True)
+        for process in processes:
+            process.terminate()
+    pool.shutdown(wait=True, cancel_futures=True)
