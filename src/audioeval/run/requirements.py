@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -52,12 +52,36 @@ def _module_file(name: str) -> Path | None:
     return None
 
 
-def _optional_lines(tree: ast.AST) -> set[int]:
+_BODIES = ("body", "orelse", "finalbody", "handlers", "cases")  # where statements hold statements
+
+
+def _statements(nodes: list[ast.stmt]) -> Iterator[ast.AST]:
+    """Every statement at any depth (and each except handler and match case), without walking into the
+    expressions: an import is always a statement, and the expressions are most of a file's nodes."""
+    stack: list[ast.AST] = list(reversed(nodes))
+    while stack:
+        node = stack.pop()
+        yield node
+        for field in _BODIES:
+            children = getattr(node, field, None)
+            if children:
+                stack.extend(reversed(children))
+
+
+def _names_type_checking(test: ast.expr) -> bool:
+    return any(
+        (isinstance(n, ast.Name) and n.id == "TYPE_CHECKING")
+        or (isinstance(n, ast.Attribute) and n.attr == "TYPE_CHECKING")
+        for n in ast.walk(test)
+    )
+
+
+def _optional_lines(tree: ast.Module) -> set[int]:
     """Lines of imports that are optional: in a try whose handlers catch ImportError, or under TYPE_CHECKING."""
     lines: set[int] = set()
-    for node in ast.walk(tree):
+    for node in _statements(tree.body):
         guarded: list[ast.stmt] = []
-        if isinstance(node, ast.Try):
+        if isinstance(node, ast.Try | ast.TryStar):
             caught = {
                 n.id if isinstance(n, ast.Name) else getattr(n, "attr", "")
                 for h in node.handlers
@@ -66,10 +90,9 @@ def _optional_lines(tree: ast.AST) -> set[int]:
             }
             if caught & {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}:
                 guarded = node.body
-        elif isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+        elif isinstance(node, ast.If) and _names_type_checking(node.test):
             guarded = node.body
-        for stmt in guarded:
-            lines.update(n.lineno for n in ast.walk(stmt) if isinstance(n, ast.Import | ast.ImportFrom))
+        lines.update(n.lineno for n in _statements(guarded) if isinstance(n, ast.Import | ast.ImportFrom))
     return lines
 
 
@@ -82,7 +105,7 @@ def _imports_of(path: Path, package: str) -> tuple[tuple[str, int], ...]:
         return ()  # executing it reports the problem better than this check can
     optional = _optional_lines(tree)
     found: list[tuple[str, int]] = []
-    for node in ast.walk(tree):
+    for node in _statements(tree.body):
         if not isinstance(node, ast.Import | ast.ImportFrom) or node.lineno in optional:
             continue
         if isinstance(node, ast.Import):
