@@ -3,6 +3,7 @@ synthesis workers, and the counters stay right when several threads make episode
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections import Counter
@@ -14,6 +15,8 @@ import audioeval
 from audioeval.config.registry import TaskRegistry
 from audioeval.errors import UsageError
 from audioeval.models.baselines.chance import ChanceModel
+from audioeval.models.openai_chat import OpenAIChatModel
+from audioeval.models.realtime import RealtimeModel
 from audioeval.run import planning, synthesis, worker_processes
 from audioeval.run.conductor import run_evaluation
 from audioeval.run.episode_store import clips_in_order
@@ -179,3 +182,19 @@ def test_the_workers_server_starts_before_the_run_loads_only_without_an_episode_
     assert started == [True]
     audioeval.evaluate(tasks=["audioicl_audio_remap"], no_cache=True, **{**args, "cache_dir": None})
     assert started == [True, True]
+
+
+def test_a_backends_slow_imports_are_done_while_planning_waits_for_the_first_episodes(tmp_path, monkeypatch):
+    (tmp_path / "slow_sdk.py").write_text("LOADED = True\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "slow_sdk", raising=False)
+
+    class Backend(ChanceModel):
+        imports_ahead = ("no_such_sdk", "slow_sdk")
+
+    thread = planning.import_ahead([Backend, ChanceModel])
+    assert thread is not None
+    thread.join(30)
+    assert sys.modules["slow_sdk"].LOADED and "no_such_sdk" not in sys.modules
+    assert planning.import_ahead([ChanceModel]) is None
+    assert "openai" in OpenAIChatModel.imports_ahead and "openai" in RealtimeModel.imports_ahead

@@ -76,6 +76,9 @@ class Model(ABC):
     studies_audio: ClassVar[bool] = True
     #: True when the backend needs the task's label space (e.g. `chance`).
     needs_choices: ClassVar[bool] = False
+    #: modules the backend imports when it is made that take long to import (the openai SDK: half a second): a
+    #: run that waits for its first episodes imports them meanwhile, on a thread of its own
+    imports_ahead: ClassVar[tuple[str, ...]] = ()
     #: True for backends that take requests one at a time, concurrently (StreamingModel); a wrapper may set it
     #: per instance to follow the backend it wraps (`tts` takes work the way its text model does).
     streams: bool = False

@@ -333,6 +333,7 @@ _AudioFormat = Annotated[
 
 class OpenAIChatModel(StreamingModel):
     name = "openai"
+    imports_ahead = ("openai",)  # its endpoint's URL and headers are resolved as the SDK does
     gen_kwargs_spec = {
         **{k: v for k, v in LOCAL_GEN_KWARGS.items() if k != "num_beams"},  # top_k etc. go in extra_body
         "max_completion_tokens": Annotated[int, Arg(ge=1)],

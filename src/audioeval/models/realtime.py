@@ -207,6 +207,7 @@ _SessionLifetime = Annotated[
 
 class RealtimeModel(StreamingModel):
     name = "realtime"
+    imports_ahead = ("openai",)  # its endpoint's URL and headers are resolved as the SDK does
     speaks = True
     # The GA Realtime API takes no sampling settings: temperature and do_sample are accepted (tasks set them)
     # and not sent; the token limit becomes each response's max_output_tokens.

@@ -5,8 +5,10 @@ the checks produced is the run's plan; nothing in it is checked again."""
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import logging
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,6 +92,8 @@ def plan_run(cfg: RunConfig) -> RunPlan:
     ]
     storing = not cfg.no_cache and store_cap_bytes() > 0
     first = FirstEpisodes(to_make, {t.name for t in to_make if storing and episode_key(t) is not None})
+    if to_make:  # preflight will wait for the workers: the backends' slow imports are done meanwhile
+        import_ahead([model_class, *judge_classes])
     try:
         check_reference_models(clean_tasks(tasks))
         # the roles compiled when the tasks were discovered: the panel runs these very ones
@@ -112,6 +116,26 @@ def plan_run(cfg: RunConfig) -> RunPlan:
     if not cfg.judge and (warning := unjudged_warning(tasks)):
         log.warning(warning)
     return plan
+
+
+def import_ahead(classes: list[type[Model]]) -> threading.Thread | None:
+    """Import what the backends declare in `Model.imports_ahead`, on a daemon thread (None: nothing to import).
+    A module that fails to import is left to the backend, which imports it again when it is made and says
+    what is wrong."""
+    modules = list(dict.fromkeys(m for c in classes for m in c.imports_ahead))
+
+    def run() -> None:
+        for module in modules:
+            try:
+                importlib.import_module(module)
+            except Exception:  # noqa: BLE001, S112 - reported by the backend itself
+                continue
+
+    if not modules:
+        return None
+    thread = threading.Thread(target=run, name="audioeval-backend-imports", daemon=True)
+    thread.start()
+    return thread
 
 
 def stored_first_episodes(cfg: RunConfig, tasks: list[PreparedTask]) -> dict[str, dict[str, Any]]:
