@@ -136,9 +136,9 @@ def _probably_synthesizes(cfg: RunConfig) -> bool:
     """Whether the run will likely synthesize episodes, told before its heavy modules load: no episode store to
     read them from (--no_cache, or none in the cache folder yet). The run decides for itself later, knowing its
     tasks; a wrong guess costs only the idle server's imports, on another core."""
-    from audioeval.run.settings import cache_folder
+    from audioeval.run.settings import episode_store_path
 
-    return cfg.no_cache or not (cache_folder(cfg)[0] / "episodes.sqlite").is_file()
+    return cfg.no_cache or not episode_store_path(cfg).is_file()
 
 
 def check_names(cfg: RunConfig) -> None:

@@ -49,7 +49,7 @@ from audioeval.run.recording import (
     model_display_name,
 )
 from audioeval.run.reference_models import ReferenceStage, load_reference_models
-from audioeval.run.settings import RunConfig, cache_folder, default_cache_dir
+from audioeval.run.settings import RunConfig, cache_folder, default_cache_dir, episode_store_path
 from audioeval.run.stages import Stage
 from audioeval.run.synthesis import EpisodeSource
 
@@ -110,7 +110,7 @@ def _open_stores(cfg: RunConfig) -> Stores:
         return NoCache(), None
     folder, source = cache_folder(cfg)
     cache = ResponseCache(folder / "responses.sqlite", source)
-    return cache, EpisodeStore(folder / "episodes.sqlite")
+    return cache, EpisodeStore(episode_store_path(cfg))
 
 
 def _close_stores(cache: ResponseCache | NoCache, episodes: EpisodeStore | None) -> None:

@@ -29,7 +29,7 @@ from audioeval.run.prepared import PreparedTask, preflight, prepare_tasks
 from audioeval.run.progress import said_if_slow
 from audioeval.run.reference_models import check_reference_models
 from audioeval.run.requirements import check_installed, module_source
-from audioeval.run.settings import RunConfig, cache_folder
+from audioeval.run.settings import RunConfig, episode_store_path
 from audioeval.run.synthesis import FirstEpisodes
 
 log = logging.getLogger("audioeval")
@@ -143,7 +143,7 @@ def stored_first_episodes(cfg: RunConfig, tasks: list[PreparedTask]) -> dict[str
     synthesizing it again (a warm run, a second model). Empty with --no_cache or a store that cannot be read."""
     if cfg.no_cache:
         return {}
-    path = cache_folder(cfg)[0] / "episodes.sqlite"
+    path = episode_store_path(cfg)
     if not path.is_file():
         return {}
     store = EpisodeStore(path, quiet=True)  # what is damaged, the run's own store says once

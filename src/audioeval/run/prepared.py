@@ -45,9 +45,8 @@ class PreparedTask:
     # (index, episode) that preflight rendered (read from the episode store, made by a synthesis worker or made
     # here): the run's first episode of this task, not made twice
     preflight_episode: tuple[int, dict[str, Any]] | None = None
-    preflight_encoded: Any = (
-        None  # its encoding for the episode store, when a worker made it (EncodedEpisode)
-    )
+    # its encoding for the episode store, when a worker made it (an EncodedEpisode)
+    preflight_encoded: Any = None
     _seed_builders: dict[int, Any] = field(default_factory=dict, repr=False)  # episodes_of_seed's builders
 
     @property

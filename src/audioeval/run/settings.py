@@ -52,6 +52,11 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("AUDIOEVAL_CACHE", Path.home() / ".cache" / "audioeval"))
 
 
+def episode_store_path(cfg: RunConfig) -> Path:
+    """The episode store's file, beside the response cache."""
+    return cache_folder(cfg)[0] / "episodes.sqlite"
+
+
 def cache_folder(cfg: RunConfig) -> tuple[Path, str]:
     """The response cache's folder (the episode store sits beside it) and what chose it, for messages:
     --cache_dir, $AUDIOEVAL_CACHE or the default."""

@@ -1,9 +1,10 @@
 """The synthesis worker processes: how many a run uses, the multiprocessing forkserver they are forked from
 (it imports what synthesis needs once, for all of them), and the one pool per process that runs them.
 
-Kept apart from synthesis.py and light to import (the standard library only), so that the command line can
-start the forkserver first thing, while the run's own process still imports and prepares: the server's
-imports take a couple of seconds of CPU that the first episodes would otherwise wait for.
+Kept apart from synthesis.py and light to import (the standard library only), so that a run can start the
+forkserver as soon as its names are checked (api/evaluate.py), while its own process still imports and
+prepares: the server's imports take a couple of seconds of CPU that the first episodes would otherwise wait
+for.
 """
 
 from __future__ import annotations
