@@ -167,21 +167,25 @@ def test_a_planning_failure_drops_the_first_episodes_not_started(tmp_path, monke
 
 
 def test_the_workers_server_starts_before_the_run_loads_only_without_an_episode_store(tmp_path, monkeypatch):
-    """A call with no episode store yet starts the forkserver before the run's heavy modules load (after its
-    names are checked); a call on a cache that has one leaves that to the first job."""
+    """A call with no episode store yet starts the forkserver before the run's heavy modules load (once its
+    flags are checked, while its names are: the server uses a core that is idle then, and ends with the process
+    or serves the next call); a call on a cache that has one leaves that to the first job."""
     started: list[bool] = []
     monkeypatch.setattr(worker_processes, "start_forkserver", lambda: started.append(True))
     monkeypatch.setattr(synthesis, "worker_pool", lambda workers: InlinePool())
     args = dict(model="chance", limit=2, num_fewshot=[0], cache_dir=str(tmp_path / "cache"), no_progress=True)
+    with pytest.raises(UsageError, match="--seed"):
+        audioeval.evaluate(tasks=["audioicl_audio_remap"], seed=-1, **args)
+    assert started == []
     with pytest.raises(Exception, match="no_such_task"):
         audioeval.evaluate(tasks=["no_such_task"], **args)
-    assert started == []
-    audioeval.evaluate(tasks=["audioicl_audio_remap"], **args)
     assert started == [True]
     audioeval.evaluate(tasks=["audioicl_audio_remap"], **args)
-    assert started == [True]
-    audioeval.evaluate(tasks=["audioicl_audio_remap"], no_cache=True, **{**args, "cache_dir": None})
     assert started == [True, True]
+    audioeval.evaluate(tasks=["audioicl_audio_remap"], **args)
+    assert started == [True, True]
+    audioeval.evaluate(tasks=["audioicl_audio_remap"], no_cache=True, **{**args, "cache_dir": None})
+    assert started == [True, True, True]
 
 
 def test_a_backends_slow_imports_are_done_while_planning_waits_for_the_first_episodes(tmp_path, monkeypatch):

@@ -98,13 +98,11 @@ def evaluate(
 def run(cfg: RunConfig) -> EvaluationResult:
     """The run `cfg` asks for, on every rank of the process group (the one there already, if any); every rank
     gets rank 0's result."""
-    check_names(
-        cfg
-    )  # before the run's heavy modules load: a misspelt name is reported in well under a second
     from audioeval.run.worker_processes import close_worker_pool, start_forkserver
 
     if _probably_synthesizes(cfg):
         start_forkserver()  # its imports run on another core while this process imports and plans
+    check_names(cfg)  # before the run's heavy modules load: a misspelt name is reported in well under a second
     from audioeval.run.conductor import conduct
     from audioeval.run.distributed import init_topology
 

@@ -2,7 +2,7 @@
 (it imports what synthesis needs once, for all of them), and the one pool per process that runs them.
 
 Kept apart from synthesis.py and light to import (the standard library only), so that a run can start the
-forkserver as soon as its names are checked (api/evaluate.py), while its own process still imports and
+forkserver as soon as its flags are checked (api/evaluate.py), while its own process still imports and
 prepares: the server's imports take a couple of seconds of CPU that the first episodes would otherwise wait
 for.
 """
@@ -99,7 +99,7 @@ def _exit_with_parent() -> None:
 
     def watch() -> None:
         while os.getppid() == parent:
-            time.sleep(0.5)
+            time.sleep(0.1)
         os._exit(0)
 
     threading.Thread(target=watch, name="audioeval-parent-watch", daemon=True).start()
