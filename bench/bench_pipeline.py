@@ -19,7 +19,9 @@ Every endpoint is the project's fake server in its own process (`python -m audio
   system; the workers of a multiprocessing forkserver are read from /proc, nobody waits for them); CPU per
   request, and the run's own process alone over the generation span (no start-up, no synthesis workers); the
   CPU seconds by process (the run, the forkserver, the synthesis workers, the eSpeak NG helpers);
-  start-up (process start to the first request at the server).
+  start-up (process start to the first request at the server), the generation span (first request to last
+  answer) and the end (last answer to exit), which add up to the wall; the wall also over the minimal client's
+  own span on the same bodies (what the endpoint work takes on this machine, start-up and end excluded).
 
 Runs: `audioicl_bench` (the nine tasks, k = 0, 1, 3, 5) cold at the first concurrency, on an empty cache (the
 response cache and episode store, and $AUDIOEVAL_CACHE with eSpeak NG's utterances: the bench's own), then
@@ -293,6 +295,12 @@ def measured(
         "ceiling_cpu_ms_per_request": round(1000 * ceiling["cpu_s"] / n, 2),
         "wall_over_bound": round(ran["wall_s"] / bound, 3),
         "startup_s": round(min(t[0] for t in timings) - ran["started"], 3),
+        "generation_s": span["span_s"],
+        # last answer to the process's exit: aggregation, reports, writing
+        "end_s": round(ran["started"] + ran["wall_s"] - max(t[1] for t in timings), 3),
+        # the minimal client's generation span on the same bodies: the machine's own time for the endpoint work
+        "ceiling_span_s": ceiling["span_s"],
+        "wall_over_ceiling_span": round(ran["wall_s"] / ceiling["span_s"], 3),
         "synthesis_s": timing.get("synthesis_seconds"),
         "cpu_by_process_s": ran["cpu_by_process"],
         "load": ran["load"],
@@ -301,9 +309,11 @@ def measured(
     print(
         f"{label:<28} C={concurrency:<3} {n} requests: audioeval {out['audioeval']:.3f} of ideal, ceiling "
         f"{out['ceiling']:.3f}, audioeval/ceiling {out['audioeval_over_ceiling']:.3f}; wall {out['wall_s']:.1f} s "
-        f"= {out['wall_over_bound']:.2f} x max(ideal {ideal_s:.1f} s, CPU {ran['cpu_s']:.1f} s / {cores()}); "
+        f"= {out['wall_over_bound']:.2f} x max(ideal {ideal_s:.1f} s, CPU {ran['cpu_s']:.1f} s / {cores()}) "
+        f"= {out['wall_over_ceiling_span']:.2f} x the minimal client's span {ceiling['span_s']:.1f} s "
+        f"(start-up {out['startup_s']:.1f} + generation {out['generation_s']:.1f} + end {out['end_s']:.1f} s); "
         f"CPU {out['cpu_ms_per_request']:.1f} ms/request ({out['steady_cpu_ms_per_request']} in the run's process over "
-        f"the generation span, the minimal client {out['ceiling_cpu_ms_per_request']} on the same bodies); start-up {out['startup_s']:.1f} s; CPU s by process "
+        f"the generation span, the minimal client {out['ceiling_cpu_ms_per_request']} on the same bodies); CPU s by process "
         f"{', '.join(f'{k} {v}' for k, v in ran['cpu_by_process'].items())}; "
         f"load {ran['load'][0]:.1f}-{ran['load'][1]:.1f}",
         flush=True,
