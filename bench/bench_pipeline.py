@@ -2,7 +2,7 @@
 allows, cold (episodes synthesized during the run) and warm (a second model on episodes synthesized before).
 
     PYTHONPATH=src python bench/bench_pipeline.py [--limit_audioicl 20] [--limit_adu 60] [--concurrency 32,128] \
-        [--out bench/results/pipeline.json]
+        [--groups audioicl_bench,adu_bench] [--skip_realtime] [--cold_only] [--out bench/results/pipeline.json]
 
 Every endpoint is the project's fake server in its own process (`python -m audioeval.testing.fake_openai
 --latency 0.2,1.0`: each request waits 0.2-1.0 s, drawn from a hash of its body). For each run:
@@ -356,6 +356,9 @@ def main() -> None:
     parser.add_argument("--concurrency", default="32,128")
     parser.add_argument("--groups", default="audioicl_bench,adu_bench")
     parser.add_argument("--skip_realtime", action="store_true")
+    parser.add_argument(
+        "--cold_only", action="store_true", help="only the cold runs (no warm runs, no judge)"
+    )
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "pipeline.json"))
     parser.add_argument("--replay", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -377,9 +380,9 @@ def main() -> None:
             SPEECH_CACHE = str(tmp / f"audioeval-cache-{group}")
             limit = limits[group]
             runs = [measured(f"{group} cold", group, limit, levels[0], cache, "cold", tmp)]
-            for c in levels:
+            for c in [] if args.cold_only else levels:
                 runs.append(measured(f"{group} warm", group, limit, c, cache, f"warm{c}", tmp))
-            if group == "adu_bench":
+            if group == "adu_bench" and not args.cold_only:
                 runs.append(
                     measured(f"{group} warm + judge", group, limit, levels[0], cache, "judged", tmp, True)
                 )

@@ -503,6 +503,25 @@ class EpisodeStore:
                 self._give_up(err)
                 return {}
 
+    def stored_indices(self, config: str, indices: list[int]) -> set[int]:
+        """Which of `indices` have a row in the store (checked when they are read, not here)."""
+        if not self.usable or not indices:
+            return set()
+        with self._open() as db:
+            if db is None:
+                return set()
+            try:
+                found: set[int] = set()
+                for start in range(0, len(indices), 500):
+                    chunk = indices[start : start + 500]
+                    marks = ",".join("?" * len(chunk))
+                    query = f"SELECT episode FROM episode_rows WHERE config = ? AND episode IN ({marks})"
+                    found.update(int(row[0]) for row in db.execute(query, [config, *chunk]))
+                return found
+            except sqlite3.Error as err:
+                self._give_up(err)
+                return set()
+
     def _episode(
         self, config: str, index: Any, text: Any, digest: Any, remake: Callable[[int], dict[str, Any]] | None
     ) -> dict[str, Any] | None:

@@ -85,6 +85,7 @@ class Evaluator:
             if task.preflight_episode is not None and task.preflight_episode[0] not in indices:
                 task.preflight_episode = task.preflight_encoded = None  # another process's episode
         self.source.warm_up([t for t, indices in work if indices])
+        self.source.store_ahead(work)
         pipeline = RunPipeline(
             work,
             self.server,

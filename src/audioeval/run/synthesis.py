@@ -9,6 +9,10 @@ condition), once per process, and also compresses the new episode's audio for th
 process only renders and sends. `AUDIOEVAL_SYNTHESIS_WORKERS` sets the number of workers (0: synthesize on
 the run's feed thread; default: the cores this process may use, shared among the processes of a launch).
 
+With an episode store, the workers the feed leaves idle make the later tasks' episodes into the store ahead
+of it (`store_ahead`): a task whose episodes are slower to make than the endpoint answers them no longer
+starves the endpoint when the feed reaches it.
+
 Episodes of another seed (what a reference model studies before answering, e.g. a baseline's probe episodes)
 come the same way: `prefetch` synthesizes and stores them ahead on a thread of its own with a progress line,
 and `episodes(task, indices, seed)` then reads them from the store.
@@ -22,7 +26,7 @@ import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any
@@ -103,9 +107,10 @@ def _builder(recipe: Recipe) -> EpisodeBuilder:
     return builder
 
 
-def make_episode(recipe: Recipe, index: int, encode: bool, audio: bool = True) -> Made:
+def make_episode(recipe: Recipe, index: int, encode: bool, audio: bool = True, back: bool = True) -> Made:
     """In a worker process (or the feed thread): one episode, and its encoding for the store. Without `audio`
-    the episode is only stored, without its audio (a study's episodes): nothing else is sent back."""
+    the episode is only stored, without its audio (a study's episodes): nothing else is sent back. Without
+    `back` only its encoding is sent back (an episode made ahead, for the store)."""
     if recipe.cache_root is not None and os.environ.get("AUDIOEVAL_CACHE") != recipe.cache_root:
         os.environ["AUDIOEVAL_CACHE"] = recipe.cache_root
     started = time.perf_counter()
@@ -116,7 +121,7 @@ def make_episode(recipe: Recipe, index: int, encode: bool, audio: bool = True) -
     seconds = time.perf_counter() - started
     if not audio:
         return Made({}, encode_episode(episode, audio=False) if encode else None, seconds)
-    return Made(episode, encode_episode(episode) if encode else None, seconds)
+    return Made(episode if back else {}, encode_episode(episode) if encode else None, seconds)
 
 
 class FirstEpisodes:
@@ -189,6 +194,14 @@ class EpisodeSource:
         self._lock = threading.Lock()
         self._busy = 0  # threads inside `episodes` (making, reading or storing episodes): under `_idle`
         self._idle = threading.Condition()
+        # the workers' jobs that someone waits for (the feed's, a study's) and not done yet: the jobs made
+        # ahead (`store_ahead`) take only the workers these leave idle
+        self._urgent = 0
+        self._workers_free = threading.Condition()
+        self._fed: set[str] = set()  # episode keys whose episodes the feed has started to read: under `_lock`
+        self._made_ahead: dict[tuple[str, int], float] = {}  # (key, index) -> seconds: under `_lock`
+        self._ahead_key: str | None = None  # the key whose episodes are being made ahead: under `_lock`
+        self._ahead_left = threading.Condition(self._lock)  # notified when `_ahead_key` changes
 
     # ------------------------------------------------------------------------------------------------------
     def episodes(
@@ -225,6 +238,11 @@ class EpisodeSource:
         key = episode_key(task, seed) if self.store is not None else None
         if key is not None and seed is not None and wait:
             self._wait_for_prefetch(key)
+        if key is not None and seed is None:
+            with self._lock:
+                self._fed.add(key)  # the thread making them ahead leaves this task now: what it has made is
+                while self._ahead_key == key and not self._stopped.is_set():  # stored before they are read
+                    self._ahead_left.wait(0.1)
         remake = self._remaker(task, seed)
         pending: deque[tuple[int, Any]] = deque()  # (index, episode | Future[Made] | None)
         ahead = ahead or 2 * max(1, self.workers) + 2
@@ -251,7 +269,7 @@ class EpisodeSource:
                     break
                 index, item = pending.popleft()
                 if isinstance(item, dict):
-                    yield index, item, None
+                    yield index, item, self._seconds_ahead(key, index)
                     continue
                 made = self._result(item, task, index, seed, key, audio)
                 if made.encoded is not None and key is not None:
@@ -300,6 +318,143 @@ class EpisodeSource:
             return
         worker_pool(self.workers).submit(int, 0)  # a job that makes the pool start its processes
 
+    # ---- the later tasks' episodes, made ahead ---------------------------------------------------------
+    def store_ahead(self, work: list[tuple[PreparedTask, list[int]]]) -> None:
+        """Make the episodes of the tasks after the first into the episode store, with the workers the feed and
+        the studies leave idle (one job per worker at most): a few of each task in the run's order, then the
+        slowest to make first. The feed reads them from the store when it gets there, so a task whose episodes
+        take longer to make than the endpoint takes to answer them (AnomalyDetect: 0.3 s of CPU each) no longer
+        starves the endpoint as much: its episodes were made while the tasks before it were being answered. A
+        task the feed has started is left to it. Nothing happens without a store or workers; whatever is not
+        made ahead the feed makes as before."""
+        fed = [(t, i) for t, i in work if i]
+        later = [(t, i) for t, i in fed[1:] if isinstance(t.builder, EpisodeBuilder)]
+        if self.store is None or self.store.cap_bytes <= 0 or self.workers <= 0 or not later:
+            return  # (a store capped at 0 keeps nothing)
+        with self._idle:
+            self._busy += 1
+        threading.Thread(
+            target=self._store_ahead, args=(later,), name="audioeval-store-ahead", daemon=True
+        ).start()
+
+    def _store_ahead(self, later: list[tuple[PreparedTask, list[int]]]) -> None:
+        try:
+            plans = [
+                (task, indices, key) for task, indices in later if (key := episode_key(task)) is not None
+            ]
+            seconds: dict[str, float] = {}  # key -> what its episodes made ahead took, the fastest
+            # a few episodes of each task first, in the run's order: what the fastest took (the first made in
+            # a worker also builds the task's builder there) orders the rest
+            for task, indices, key in plans:
+                if not self._store_task_ahead(task, indices, key, seconds, most=self.workers + 1):
+                    return
+            # then the slowest to make first: the feed's own jobs make a cheap task's episodes in time
+            for task, indices, key in sorted(plans, key=lambda plan: -seconds.get(plan[2], 0.0)):
+                if not self._store_task_ahead(task, indices, key, seconds):
+                    return
+        except Exception as err:  # noqa: BLE001 - the feed makes what is missing itself, and says what fails
+            log.debug("episodes made ahead: stopped (%s)", err)
+        finally:
+            with self._idle:
+                self._busy -= 1
+                self._idle.notify_all()
+
+    def _store_task_ahead(
+        self,
+        task: PreparedTask,
+        indices: list[int],
+        key: str,
+        seconds: dict[str, float],
+        most: int | None = None,
+    ) -> bool:
+        """The task's missing episodes (the first `most` of them), made ahead and stored, unless the feed has
+        started the task; `seconds[key]` notes the slowest. False once the run stops."""
+        assert self.store is not None
+        made_first = task.preflight_episode[0] if task.preflight_episode is not None else None
+        wanted = [i for i in indices if i != made_first]
+        stored = self.store.stored_indices(key, wanted)
+        recipe = Recipe.of(task)
+        jobs: dict[int, Future[Made]] = {}
+        with self._lock:
+            if key in self._fed:
+                return True
+            self._ahead_key = key
+        try:
+            for index in [i for i in wanted if i not in stored][:most]:
+                while not self._free_worker(jobs):
+                    if self._stopped.is_set():
+                        return False
+                    if self._fed_now(key):
+                        return True
+                    self._keep_made(key, jobs, seconds)
+                self._keep_made(key, jobs, seconds)
+                job = worker_pool(self.workers).submit(make_episode, recipe, index, True, True, False)
+                job.add_done_callback(self._ahead_done)
+                jobs[index] = job
+            while jobs and not self._stopped.is_set() and not self._fed_now(key):
+                self._keep_made(key, jobs, seconds, wait_s=0.2)
+            return not self._stopped.is_set()
+        finally:
+            # the feed may be waiting for this task: the jobs not started are dropped, those running kept
+            for job in jobs.values():
+                job.cancel()
+            if not self._stopped.is_set():
+                wait([j for j in jobs.values() if not j.cancelled()], timeout=60)
+                self._keep_made(key, jobs, seconds)
+            with self._lock:
+                self._ahead_key = None
+                self._ahead_left.notify_all()
+
+    def _ahead_done(self, _job: Future[Made]) -> None:
+        with self._workers_free:
+            self._workers_free.notify_all()
+
+    def _free_worker(self, jobs: dict[int, Future[Made]]) -> bool:
+        """Whether a worker is idle for a job made ahead (waits a little for one)."""
+        with self._workers_free:
+            busy = self._urgent + sum(1 for job in jobs.values() if not job.done())
+            if busy < self.workers:
+                return True
+            self._workers_free.wait(0.05)
+            return False
+
+    def _fed_now(self, key: str) -> bool:
+        with self._lock:
+            return key in self._fed
+
+    def _keep_made(
+        self, key: str, jobs: dict[int, Future[Made]], seconds: dict[str, float], wait_s: float = 0.0
+    ) -> None:
+        """Store the finished jobs' episodes at once, where the feed finds them (a job that failed, or was
+        dropped, is left to the feed)."""
+        if wait_s and jobs:
+            wait(list(jobs.values()), timeout=wait_s, return_when=FIRST_COMPLETED)
+        to_store: dict[int, EncodedEpisode] = {}
+        for index in [i for i, job in jobs.items() if job.done()]:
+            job = jobs.pop(index)
+            try:
+                made = job.result()
+            except BaseException:  # noqa: BLE001, S112 - the feed makes it again and raises its error there
+                continue
+            seconds[key] = min(seconds.get(key, made.seconds), made.seconds)
+            if made.encoded is not None:
+                to_store[index] = made.encoded
+                with self._lock:
+                    self._made_ahead[(key, index)] = made.seconds
+                with self._counting:
+                    self.synthesis_s += made.seconds
+                    self.synthesized += 1
+        if to_store:
+            self._store(key, to_store)
+
+    def _seconds_ahead(self, key: str | None, index: int) -> float | None:
+        """The seconds an episode read from the store took when it was made ahead in this run (None: made
+        by an earlier run)."""
+        if key is None:
+            return None
+        with self._lock:
+            return self._made_ahead.pop((key, index), None)
+
     def stop(self) -> None:
         """The run is over or stopping: nobody waits for a prefetch any more."""
         self._stopped.set()
@@ -322,7 +477,16 @@ class EpisodeSource:
         if seed is None and task.preflight_episode is not None and task.preflight_episode[0] == index:
             return None  # preflight made it before the run: taken on this thread, not made again
         recipe = Recipe.of(task, seed)
-        return worker_pool(self.workers).submit(make_episode, recipe, index, key is not None, audio)
+        with self._workers_free:
+            self._urgent += 1
+        job = worker_pool(self.workers).submit(make_episode, recipe, index, key is not None, audio)
+        job.add_done_callback(self._urgent_done)
+        return job
+
+    def _urgent_done(self, _job: Future[Made]) -> None:
+        with self._workers_free:
+            self._urgent -= 1
+            self._workers_free.notify_all()
 
     def _result(
         self,
