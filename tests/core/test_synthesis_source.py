@@ -33,11 +33,11 @@ class InlinePool:
     def __init__(self) -> None:
         self.jobs: list[int] = []
 
-    def submit(self, fn, *args):
+    def submit(self, fn, *args, **kwargs):
         if fn is synthesis.make_episode:
             self.jobs.append(args[1])
         future: Future = Future()
-        future.set_result(fn(*args))
+        future.set_result(fn(*args, **kwargs))
         return future
 
 

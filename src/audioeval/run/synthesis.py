@@ -26,7 +26,8 @@ import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, wait
+from concurrent.futures import FIRST_COMPLETED, Future
+from concurrent.futures import wait as wait_for_jobs
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any
@@ -107,10 +108,12 @@ def _builder(recipe: Recipe) -> EpisodeBuilder:
     return builder
 
 
-def make_episode(recipe: Recipe, index: int, encode: bool, audio: bool = True, back: bool = True) -> Made:
+def make_episode(
+    recipe: Recipe, index: int, encode: bool, audio: bool = True, return_episode: bool = True
+) -> Made:
     """In a worker process (or the feed thread): one episode, and its encoding for the store. Without `audio`
     the episode is only stored, without its audio (a study's episodes): nothing else is sent back. Without
-    `back` only its encoding is sent back (an episode made ahead, for the store)."""
+    `return_episode` only its encoding is sent back (an episode made ahead, for the store)."""
     if recipe.cache_root is not None and os.environ.get("AUDIOEVAL_CACHE") != recipe.cache_root:
         os.environ["AUDIOEVAL_CACHE"] = recipe.cache_root
     started = time.perf_counter()
@@ -121,7 +124,7 @@ def make_episode(recipe: Recipe, index: int, encode: bool, audio: bool = True, b
     seconds = time.perf_counter() - started
     if not audio:
         return Made({}, encode_episode(episode, audio=False) if encode else None, seconds)
-    return Made(episode if back else {}, encode_episode(episode) if encode else None, seconds)
+    return Made(episode if return_episode else {}, encode_episode(episode) if encode else None, seconds)
 
 
 class FirstEpisodes:
@@ -198,8 +201,11 @@ class EpisodeSource:
         # ahead (`store_ahead`) take only the workers these leave idle
         self._urgent = 0
         self._workers_free = threading.Condition()
+        self._feed_started = threading.Event()  # the feed has asked for its first episodes
         self._fed: set[str] = set()  # episode keys whose episodes the feed has started to read: under `_lock`
-        self._made_ahead: dict[tuple[str, int], float] = {}  # (key, index) -> seconds: under `_lock`
+        # episodes made ahead and not read yet: (key, index) -> (seconds, bytes stored); under `_lock`
+        self._made_ahead: dict[tuple[str, int], tuple[float, int]] = {}
+        self._unread_bytes = 0  # their bytes: under `_lock`
         self._ahead_key: str | None = None  # the key whose episodes are being made ahead: under `_lock`
         self._ahead_left = threading.Condition(self._lock)  # notified when `_ahead_key` changes
 
@@ -239,9 +245,11 @@ class EpisodeSource:
         if key is not None and seed is not None and wait:
             self._wait_for_prefetch(key)
         if key is not None and seed is None:
+            # the thread making episodes ahead leaves this task now; the jobs it has running for it are stored
+            # before the store is read
             with self._lock:
-                self._fed.add(key)  # the thread making them ahead leaves this task now: what it has made is
-                while self._ahead_key == key and not self._stopped.is_set():  # stored before they are read
+                self._fed.add(key)
+                while self._ahead_key == key and not self._stopped.is_set():
                     self._ahead_left.wait(0.1)
         remake = self._remaker(task, seed)
         pending: deque[tuple[int, Any]] = deque()  # (index, episode | Future[Made] | None)
@@ -265,6 +273,8 @@ class EpisodeSource:
                     pending.append(
                         (index, stored.pop(index, None) or self._submit(task, index, seed, key, audio))
                     )
+                if seed is None:
+                    self._feed_started.set()  # its first jobs are in: those made ahead may follow
                 if not pending:
                     break
                 index, item = pending.popleft()
@@ -339,6 +349,9 @@ class EpisodeSource:
 
     def _store_ahead(self, later: list[tuple[PreparedTask, list[int]]]) -> None:
         try:
+            while not self._feed_started.wait(0.1):  # the feed's own first jobs go first
+                if self._stopped.is_set():
+                    return
             plans = [
                 (task, indices, key) for task, indices in later if (key := episode_key(task)) is not None
             ]
@@ -368,11 +381,12 @@ class EpisodeSource:
         most: int | None = None,
     ) -> bool:
         """The task's missing episodes (the first `most` of them), made ahead and stored, unless the feed has
-        started the task; `seconds[key]` notes the slowest. False once the run stops."""
+        started the task or one of them fails (the feed makes it, and raises its error); `seconds[key]` notes
+        the fastest. False: no more episodes are made ahead (the run stops, or the store is lost)."""
         assert self.store is not None
         made_first = task.preflight_episode[0] if task.preflight_episode is not None else None
         wanted = [i for i in indices if i != made_first]
-        stored = self.store.stored_indices(key, wanted)
+        missing = [i for i in wanted if i not in self.store.stored_indices(key, wanted)][:most]
         recipe = Recipe.of(task)
         jobs: dict[int, Future[Made]] = {}
         with self._lock:
@@ -380,27 +394,34 @@ class EpisodeSource:
                 return True
             self._ahead_key = key
         try:
-            for index in [i for i in wanted if i not in stored][:most]:
-                while not self._free_worker(jobs):
-                    if self._stopped.is_set():
+            try:
+                for index in missing:
+                    while not self._room_for_job(jobs):
+                        if self._stopped.is_set() or not self.store.usable:
+                            return False
+                        if self._fed_now(key) or not self._keep_made(task, key, jobs, seconds):
+                            return True
+                    if self._stopped.is_set() or not self.store.usable:
                         return False
-                    if self._fed_now(key):
+                    if self._fed_now(key) or not self._keep_made(task, key, jobs, seconds):
                         return True
-                    self._keep_made(key, jobs, seconds)
-                self._keep_made(key, jobs, seconds)
-                job = worker_pool(self.workers).submit(make_episode, recipe, index, True, True, False)
-                job.add_done_callback(self._ahead_done)
-                jobs[index] = job
-            while jobs and not self._stopped.is_set() and not self._fed_now(key):
-                self._keep_made(key, jobs, seconds, wait_s=0.2)
-            return not self._stopped.is_set()
+                    job = worker_pool(self.workers).submit(
+                        make_episode, recipe, index, encode=True, audio=True, return_episode=False
+                    )
+                    job.add_done_callback(self._ahead_done)
+                    jobs[index] = job
+                while jobs and not self._stopped.is_set() and not self._fed_now(key):
+                    if not self._keep_made(task, key, jobs, seconds, wait_s=0.2):
+                        return True
+                return not self._stopped.is_set() and self.store.usable
+            finally:
+                # the feed may be waiting for this task: the jobs not started are dropped, those running kept
+                for job in jobs.values():
+                    job.cancel()
+                if not self._stopped.is_set():
+                    wait_for_jobs([j for j in jobs.values() if not j.cancelled()], timeout=60)
+                    self._keep_made(task, key, jobs, seconds)
         finally:
-            # the feed may be waiting for this task: the jobs not started are dropped, those running kept
-            for job in jobs.values():
-                job.cancel()
-            if not self._stopped.is_set():
-                wait([j for j in jobs.values() if not j.cancelled()], timeout=60)
-                self._keep_made(key, jobs, seconds)
             with self._lock:
                 self._ahead_key = None
                 self._ahead_left.notify_all()
@@ -409,11 +430,16 @@ class EpisodeSource:
         with self._workers_free:
             self._workers_free.notify_all()
 
-    def _free_worker(self, jobs: dict[int, Future[Made]]) -> bool:
-        """Whether a worker is idle for a job made ahead (waits a little for one)."""
+    def _room_for_job(self, jobs: dict[int, Future[Made]]) -> bool:
+        """Whether a job may be made ahead now (else waits a little): a worker is idle, and what was made ahead
+        and not read yet holds under a quarter of the store's cap (past it, eviction would drop episodes made
+        ahead before the feed reads them)."""
+        assert self.store is not None
+        with self._lock:
+            unread = self._unread_bytes
         with self._workers_free:
             busy = self._urgent + sum(1 for job in jobs.values() if not job.done())
-            if busy < self.workers:
+            if busy < self.workers and unread <= self.store.cap_bytes // 4:
                 return True
             self._workers_free.wait(0.05)
             return False
@@ -423,37 +449,56 @@ class EpisodeSource:
             return key in self._fed
 
     def _keep_made(
-        self, key: str, jobs: dict[int, Future[Made]], seconds: dict[str, float], wait_s: float = 0.0
-    ) -> None:
-        """Store the finished jobs' episodes at once, where the feed finds them (a job that failed, or was
-        dropped, is left to the feed)."""
+        self,
+        task: PreparedTask,
+        key: str,
+        jobs: dict[int, Future[Made]],
+        seconds: dict[str, float],
+        wait_s: float = 0.0,
+    ) -> bool:
+        """Store the finished jobs' episodes at once, where the feed finds them. False when one failed: the
+        task is left to the feed, which makes it again and raises its error."""
         if wait_s and jobs:
-            wait(list(jobs.values()), timeout=wait_s, return_when=FIRST_COMPLETED)
+            wait_for_jobs(list(jobs.values()), timeout=wait_s, return_when=FIRST_COMPLETED)
         to_store: dict[int, EncodedEpisode] = {}
+        made_s: dict[int, float] = {}
+        failed = False
         for index in [i for i, job in jobs.items() if job.done()]:
             job = jobs.pop(index)
+            if job.cancelled():
+                continue
             try:
                 made = job.result()
-            except BaseException:  # noqa: BLE001, S112 - the feed makes it again and raises its error there
+            except BaseException as err:  # noqa: BLE001 - the feed makes it again and raises its error there
+                log.debug("episode %d of %s made ahead failed (%s): left to the run", index, task.name, err)
+                failed = True
                 continue
             seconds[key] = min(seconds.get(key, made.seconds), made.seconds)
             if made.encoded is not None:
-                to_store[index] = made.encoded
-                with self._lock:
-                    self._made_ahead[(key, index)] = made.seconds
-                with self._counting:
-                    self.synthesis_s += made.seconds
-                    self.synthesized += 1
+                to_store[index], made_s[index] = made.encoded, made.seconds
         if to_store:
+            sizes = {i: len(e.body) + sum(len(b) for b in e.blobs.values()) for i, e in to_store.items()}
             self._store(key, to_store)
+            with self._lock:
+                for index, size in sizes.items():
+                    self._made_ahead[(key, index)] = (made_s[index], size)
+                    self._unread_bytes += size
+        return not failed
 
     def _seconds_ahead(self, key: str | None, index: int) -> float | None:
         """The seconds an episode read from the store took when it was made ahead in this run (None: made
-        by an earlier run)."""
+        by an earlier run); counted in the run's synthesis once it is read."""
         if key is None:
             return None
         with self._lock:
-            return self._made_ahead.pop((key, index), None)
+            made = self._made_ahead.pop((key, index), None)
+            if made is None:
+                return None
+            self._unread_bytes -= made[1]
+        with self._counting:
+            self.synthesis_s += made[0]
+            self.synthesized += 1
+        return made[0]
 
     def stop(self) -> None:
         """The run is over or stopping: nobody waits for a prefetch any more."""
@@ -477,10 +522,10 @@ class EpisodeSource:
         if seed is None and task.preflight_episode is not None and task.preflight_episode[0] == index:
             return None  # preflight made it before the run: taken on this thread, not made again
         recipe = Recipe.of(task, seed)
+        job = worker_pool(self.workers).submit(make_episode, recipe, index, key is not None, audio)
         with self._workers_free:
             self._urgent += 1
-        job = worker_pool(self.workers).submit(make_episode, recipe, index, key is not None, audio)
-        job.add_done_callback(self._urgent_done)
+        job.add_done_callback(self._urgent_done)  # (at once when the job is done already)
         return job
 
     def _urgent_done(self, _job: Future[Made]) -> None:
