@@ -200,9 +200,15 @@ def test_nothing_is_made_ahead_without_a_store_that_keeps_episodes_or_without_wo
     capped.close()
 
 
-def test_the_run_makes_its_later_tasks_episodes_ahead(tmp_path, monkeypatch):
+def test_a_run_against_an_endpoint_makes_its_later_tasks_episodes_ahead_a_local_model_does_not(
+    tmp_path, monkeypatch
+):
+    """An endpoint sets the pace: episodes made ahead keep it busy. A model answering in the run's own process
+    sets it itself, and reading episodes back from the store would only add to its work (the Quick start's
+    `dsp-oracle` ran 5-10% slower)."""
     from audioeval.run.conductor import run_evaluation
     from audioeval.run.settings import RunConfig
+    from audioeval.testing.fake_openai import FakeOpenAIServer
 
     asked: list[list[str]] = []
     monkeypatch.setattr(
@@ -210,8 +216,11 @@ def test_the_run_makes_its_later_tasks_episodes_ahead(tmp_path, monkeypatch):
         "store_ahead",
         lambda self, work: asked.append([t.name for t, indices in work if indices]),
     )
-    cfg = RunConfig(tasks="audioicl_audio_remap,audioicl_morse_code", model="chance", limit="2",
-                    num_fewshot=[0], cache_dir=str(tmp_path / "cache"), bootstrap_resamples=20,
-                    show_progress=False)  # fmt: skip
-    run_evaluation(cfg)
+    tasks = "audioicl_audio_remap,audioicl_morse_code"
+    common = dict(tasks=tasks, limit="2", num_fewshot=[0], bootstrap_resamples=20, show_progress=False)
+    run_evaluation(RunConfig(model="chance", cache_dir=str(tmp_path / "local"), **common))
+    assert asked == []
+    with FakeOpenAIServer(reply=lambda body: "A") as server:
+        args = {"model": "m", "base_url": server.base_url, "max_retries": 1}
+        run_evaluation(RunConfig(model="openai", model_args=args, cache_dir=str(tmp_path / "api"), **common))
     assert asked == [["audioicl_audio_remap", "audioicl_morse_code"]]

@@ -85,7 +85,10 @@ class Evaluator:
             if task.preflight_episode is not None and task.preflight_episode[0] not in indices:
                 task.preflight_episode = task.preflight_encoded = None  # another process's episode
         self.source.warm_up([t for t, indices in work if indices])
-        self.source.store_ahead(work)
+        if self.server.model.streams:
+            # an endpoint sets the pace: episodes made ahead keep it busy; a model answering in this process
+            # sets it itself, and reading episodes back from the store would only add to its work
+            self.source.store_ahead(work)
         pipeline = RunPipeline(
             work,
             self.server,
