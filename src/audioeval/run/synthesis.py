@@ -356,14 +356,15 @@ class EpisodeSource:
                 (task, indices, key) for task, indices in later if (key := episode_key(task)) is not None
             ]
             seconds: dict[str, float] = {}  # key -> what its episodes made ahead took, the fastest
+            failed: set[str] = set()  # keys of the tasks left to the feed after an episode failed
             # a few episodes of each task first, in the run's order: what the fastest took (the first made in
             # a worker also builds the task's builder there) orders the rest
             for task, indices, key in plans:
-                if not self._store_task_ahead(task, indices, key, seconds, most=self.workers + 1):
+                if not self._store_task_ahead(task, indices, key, seconds, failed, most=self.workers + 1):
                     return
             # then the slowest to make first: the feed's own jobs make a cheap task's episodes in time
             for task, indices, key in sorted(plans, key=lambda plan: -seconds.get(plan[2], 0.0)):
-                if not self._store_task_ahead(task, indices, key, seconds):
+                if key not in failed and not self._store_task_ahead(task, indices, key, seconds, failed):
                     return
         except Exception as err:  # noqa: BLE001 - the feed makes what is missing itself, and says what fails
             log.debug("episodes made ahead: stopped (%s)", err)
@@ -378,15 +379,18 @@ class EpisodeSource:
         indices: list[int],
         key: str,
         seconds: dict[str, float],
+        failed: set[str],
         most: int | None = None,
     ) -> bool:
         """The task's missing episodes (the first `most` of them), made ahead and stored, unless the feed has
-        started the task or one of them fails (the feed makes it, and raises its error); `seconds[key]` notes
-        the fastest. False: no more episodes are made ahead (the run stops, or the store is lost)."""
+        started the task or one of them fails (the task's key goes to `failed`: the feed makes that episode,
+        and raises its error); `seconds[key]` notes the fastest. False: no more episodes are made ahead (the
+        run stops, or the store is lost)."""
         assert self.store is not None
         made_first = task.preflight_episode[0] if task.preflight_episode is not None else None
         wanted = [i for i in indices if i != made_first]
-        missing = [i for i in wanted if i not in self.store.stored_indices(key, wanted)][:most]
+        stored = self.store.stored_indices(key, wanted)
+        missing = [i for i in wanted if i not in stored][:most]
         recipe = Recipe.of(task)
         jobs: dict[int, Future[Made]] = {}
         with self._lock:
@@ -399,11 +403,11 @@ class EpisodeSource:
                     while not self._room_for_job(jobs):
                         if self._stopped.is_set() or not self.store.usable:
                             return False
-                        if self._fed_now(key) or not self._keep_made(task, key, jobs, seconds):
+                        if self._fed_now(key) or not self._keep_made(task, key, jobs, seconds, failed):
                             return True
                     if self._stopped.is_set() or not self.store.usable:
                         return False
-                    if self._fed_now(key) or not self._keep_made(task, key, jobs, seconds):
+                    if self._fed_now(key) or not self._keep_made(task, key, jobs, seconds, failed):
                         return True
                     job = worker_pool(self.workers).submit(
                         make_episode, recipe, index, encode=True, audio=True, return_episode=False
@@ -411,7 +415,7 @@ class EpisodeSource:
                     job.add_done_callback(self._ahead_done)
                     jobs[index] = job
                 while jobs and not self._stopped.is_set() and not self._fed_now(key):
-                    if not self._keep_made(task, key, jobs, seconds, wait_s=0.2):
+                    if not self._keep_made(task, key, jobs, seconds, failed, wait_s=0.2):
                         return True
                 return not self._stopped.is_set() and self.store.usable
             finally:
@@ -420,7 +424,7 @@ class EpisodeSource:
                     job.cancel()
                 if not self._stopped.is_set():
                     wait_for_jobs([j for j in jobs.values() if not j.cancelled()], timeout=60)
-                    self._keep_made(task, key, jobs, seconds)
+                    self._keep_made(task, key, jobs, seconds, failed)
         finally:
             with self._lock:
                 self._ahead_key = None
@@ -454,15 +458,15 @@ class EpisodeSource:
         key: str,
         jobs: dict[int, Future[Made]],
         seconds: dict[str, float],
+        failed: set[str],
         wait_s: float = 0.0,
     ) -> bool:
-        """Store the finished jobs' episodes at once, where the feed finds them. False when one failed: the
-        task is left to the feed, which makes it again and raises its error."""
+        """Store the finished jobs' episodes at once, where the feed finds them. False when one failed (its
+        key goes to `failed`): the task is left to the feed, which makes it again and raises its error."""
         if wait_s and jobs:
             wait_for_jobs(list(jobs.values()), timeout=wait_s, return_when=FIRST_COMPLETED)
         to_store: dict[int, EncodedEpisode] = {}
         made_s: dict[int, float] = {}
-        failed = False
         for index in [i for i, job in jobs.items() if job.done()]:
             job = jobs.pop(index)
             if job.cancelled():
@@ -471,7 +475,7 @@ class EpisodeSource:
                 made = job.result()
             except BaseException as err:  # noqa: BLE001 - the feed makes it again and raises its error there
                 log.debug("episode %d of %s made ahead failed (%s): left to the run", index, task.name, err)
-                failed = True
+                failed.add(key)
                 continue
             seconds[key] = min(seconds.get(key, made.seconds), made.seconds)
             if made.encoded is not None:
@@ -483,7 +487,7 @@ class EpisodeSource:
                 for index, size in sizes.items():
                     self._made_ahead[(key, index)] = (made_s[index], size)
                     self._unread_bytes += size
-        return not failed
+        return key not in failed
 
     def _seconds_ahead(self, key: str | None, index: int) -> float | None:
         """The seconds an episode read from the store took when it was made ahead in this run (None: made
