@@ -195,7 +195,9 @@ class EpisodeSource:
         self._prefetched: dict[str, threading.Event] = {}  # episode key -> set once its prefetch is over
         self._stopped = threading.Event()
         self._lock = threading.Lock()
-        self._busy = 0  # threads inside `episodes` (making, reading or storing episodes): under `_idle`
+        self._busy = (
+            0  # threads making, reading or storing episodes (`episodes`, `store_ahead`): under `_idle`
+        )
         self._idle = threading.Condition()
         # the workers' jobs that someone waits for (the feed's, a study's) and not done yet: the jobs made
         # ahead (`store_ahead`) take only the workers these leave idle
@@ -223,14 +225,21 @@ class EpisodeSource:
         stored ones read back, others synthesized and stored. With `wait`, episodes being prefetched are read
         once the prefetch is over. Without `audio` (a prefetch) synthesized episodes are stored without their
         audio and yielded empty."""
-        with self._idle:
-            self._busy += 1
+        self._work_started()
         try:
             yield from self._episodes(task, indices, seed, ahead, wait, audio)
         finally:
-            with self._idle:
-                self._busy -= 1
-                self._idle.notify_all()
+            self._work_ended()
+
+    def _work_started(self) -> None:
+        """A thread starts making, reading or storing episodes: `close` waits until it ends."""
+        with self._idle:
+            self._busy += 1
+
+    def _work_ended(self) -> None:
+        with self._idle:
+            self._busy -= 1
+            self._idle.notify_all()
 
     def _episodes(
         self,
@@ -341,8 +350,7 @@ class EpisodeSource:
         later = [(t, i) for t, i in fed[1:] if isinstance(t.builder, EpisodeBuilder)]
         if self.store is None or self.store.cap_bytes <= 0 or self.workers <= 0 or not later:
             return  # (a store capped at 0 keeps nothing)
-        with self._idle:
-            self._busy += 1
+        self._work_started()  # ended by the thread
         threading.Thread(
             target=self._store_ahead, args=(later,), name="audioeval-store-ahead", daemon=True
         ).start()
@@ -369,9 +377,7 @@ class EpisodeSource:
         except Exception as err:  # noqa: BLE001 - the feed makes what is missing itself, and says what fails
             log.debug("episodes made ahead: stopped (%s)", err)
         finally:
-            with self._idle:
-                self._busy -= 1
-                self._idle.notify_all()
+            self._work_ended()
 
     def _store_task_ahead(
         self,
@@ -400,15 +406,13 @@ class EpisodeSource:
         try:
             try:
                 for index in missing:
-                    while not self._room_for_job(jobs):
+                    while True:  # until a worker is free for it, checking the run and the feed meanwhile
                         if self._stopped.is_set() or not self.store.usable:
                             return False
                         if self._fed_now(key) or not self._keep_made(task, key, jobs, seconds, failed):
                             return True
-                    if self._stopped.is_set() or not self.store.usable:
-                        return False
-                    if self._fed_now(key) or not self._keep_made(task, key, jobs, seconds, failed):
-                        return True
+                        if self._room_for_job(jobs):
+                            break
                     job = worker_pool(self.workers).submit(
                         make_episode, recipe, index, encode=True, audio=True, return_episode=False
                     )
