@@ -195,9 +195,8 @@ class EpisodeSource:
         self._prefetched: dict[str, threading.Event] = {}  # episode key -> set once its prefetch is over
         self._stopped = threading.Event()
         self._lock = threading.Lock()
-        self._busy = (
-            0  # threads making, reading or storing episodes (`episodes`, `store_ahead`): under `_idle`
-        )
+        # threads making, reading or storing episodes (`episodes`, `store_ahead`): under `_idle`
+        self._busy = 0
         self._idle = threading.Condition()
         # the workers' jobs that someone waits for (the feed's, a study's) and not done yet: the jobs made
         # ahead (`store_ahead`) take only the workers these leave idle
