@@ -3,6 +3,7 @@ synthesis workers, and the counters stay right when several threads make episode
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import threading
 import time
@@ -186,6 +187,23 @@ def test_the_workers_server_starts_before_the_run_loads_only_without_an_episode_
     assert started == [True, True]
     audioeval.evaluate(tasks=["audioicl_audio_remap"], no_cache=True, **{**args, "cache_dir": None})
     assert started == [True, True, True]
+
+
+@pytest.mark.slow
+def test_the_workers_server_imports_what_making_episodes_needs_not_the_task_layer():
+    """The forkserver imports its PRELOAD before the first episodes can be made, on a core the run's own imports
+    share: the task layer (task configs, templates, pydantic, Jinja: 0.1 s of CPU) is not among them, since a
+    worker only rebuilds builders and makes episodes."""
+    code = (
+        "import importlib, sys\n"
+        "from audioeval.run.worker_processes import PRELOAD\n"
+        "for name in PRELOAD: importlib.import_module(name)\n"
+        "print(sorted(set(sys.modules) & {'audioeval.run.prepared', 'audioeval.config.registry', 'jinja2', "
+        "'pydantic'}))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
 
 
 def test_a_backends_slow_imports_are_done_while_planning_waits_for_the_first_episodes(tmp_path, monkeypatch):

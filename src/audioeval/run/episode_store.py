@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -52,8 +52,10 @@ from audioeval.audio.wav import samples_of
 from audioeval.data.builders import EpisodeBuilder
 from audioeval.resources import resource_root
 from audioeval.run.cache import open_shared
-from audioeval.run.prepared import PreparedTask
 from audioeval.types import AudioClip, Request
+
+if TYPE_CHECKING:
+    from audioeval.run.prepared import PreparedTask
 
 log = logging.getLogger("audioeval")
 

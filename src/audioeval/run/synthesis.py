@@ -30,15 +30,17 @@ from concurrent.futures import FIRST_COMPLETED, Future
 from concurrent.futures import wait as wait_for_jobs
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from audioeval.augment.episode import augment_episode
 from audioeval.augment.plan import Condition
 from audioeval.data.builders import EpisodeBuilder, make_builder
 from audioeval.run.episode_store import EncodedEpisode, EpisodeStore, encode_episode, episode_key
-from audioeval.run.prepared import PreparedTask
 from audioeval.run.timing import SYNTHESIS_CPU
 from audioeval.run.worker_processes import synthesis_workers, worker_pool
+
+if TYPE_CHECKING:
+    from audioeval.run.prepared import PreparedTask
 
 log = logging.getLogger("audioeval")
 
