@@ -102,9 +102,8 @@ def run(cfg: RunConfig) -> EvaluationResult:
 
     if _probably_synthesizes(cfg):
         start_forkserver()  # its imports run on another core while this process imports and plans
-    check_names(
-        cfg
-    )  # before the run's heavy modules load: a misspelt name is reported in well under a second
+    # before the run's heavy modules load: a misspelt name is reported in well under a second
+    check_names(cfg)
     from audioeval.run.conductor import conduct
     from audioeval.run.distributed import init_topology
 

@@ -152,6 +152,20 @@ def decode_clip(data: bytes, frames: int) -> np.ndarray:
     return np.cumsum(delta.view("<i2"), dtype=np.int16)
 
 
+_INDICES_PER_QUERY = 500  # an `IN (...)` list well under SQLite's bound on a statement's variables
+
+
+def _rows_among(db: sqlite3.Connection, columns: str, config: str, indices: list[int]) -> list[Any]:
+    """`columns` of the configuration's episode rows whose index is among `indices`, a few hundred per query."""
+    rows: list[Any] = []
+    for start in range(0, len(indices), _INDICES_PER_QUERY):
+        chunk = indices[start : start + _INDICES_PER_QUERY]
+        marks = ",".join("?" * len(chunk))
+        query = f"SELECT {columns} FROM episode_rows WHERE config = ? AND episode IN ({marks})"
+        rows += db.execute(query, [config, *chunk]).fetchall()
+    return rows
+
+
 def blob_digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:32]
 
@@ -488,14 +502,8 @@ class EpisodeStore:
             if db is None:
                 return {}
             try:
-                rows = []
-                for start in range(0, len(indices), 500):
-                    chunk = indices[start : start + 500]
-                    marks = ",".join("?" * len(chunk))
-                    query = f"SELECT episode, body, digest FROM episode_rows WHERE config = ? AND episode IN ({marks})"
-                    rows += db.execute(query, [config, *chunk]).fetchall()
                 found = {}
-                for index, text, digest in rows:
+                for index, text, digest in _rows_among(db, "episode, body, digest", config, indices):
                     episode = self._episode(config, index, text, digest, remake)
                     if episode is not None:
                         found[int(index)] = episode
@@ -513,13 +521,7 @@ class EpisodeStore:
             if db is None:
                 return set()
             try:
-                found: set[int] = set()
-                for start in range(0, len(indices), 500):
-                    chunk = indices[start : start + 500]
-                    marks = ",".join("?" * len(chunk))
-                    query = f"SELECT episode FROM episode_rows WHERE config = ? AND episode IN ({marks})"
-                    found.update(int(row[0]) for row in db.execute(query, [config, *chunk]))
-                return found
+                return {int(row[0]) for row in _rows_among(db, "episode", config, indices)}
             except sqlite3.Error as err:
                 self._give_up(err)
                 return set()
